@@ -1,0 +1,134 @@
+"""Algorithm: built from a Config; `train()` runs one iteration and returns the flat result dict.
+
+Subclasses implement `training_step()` (sample -> update -> sync, a few lines) and `make_learner()`.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+import psutil
+
+from relayrl import networks
+from relayrl.config import Config
+from relayrl.envs import env_name, env_spaces
+from relayrl.metrics import EpisodeStats, Timers
+from relayrl.rollout import SamplerSettings
+from relayrl.runtime import make_workers
+from relayrl.types import Fragment
+
+
+class Algorithm:
+    """Loop that uses it:  algo = PPOConfig().environment("CartPole-v1").build(); result = algo.train()."""
+
+    name: ClassVar[str] = ""
+    action_kinds: ClassVar[tuple[str, ...]] = ("categorical", "multi_categorical", "gaussian")
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.obs_space, self.action_space = env_spaces(config.env, config.env_config)
+        self._check_action_space()
+        self.spec = networks.spec_from_spaces(self.obs_space, self.action_space, config.model)
+        self.rng = np.random.default_rng(config.seed)
+        initial_weights = networks.init_weights(self.spec, self.rng)
+        self._set_learner_threads()
+        self.learner = self.make_learner()
+        self.learner.set_weights(initial_weights)
+        self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
+                                    config.num_cpus_per_worker, config.address)
+        self.weights_version = 0
+        self.workers.sync_weights(initial_weights, self.weights_version)
+        self.timers = Timers()
+        self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
+        self.iteration = 0
+        self.timesteps_total = 0
+        self.time_total_s = 0.0
+        self._logger = None
+        if config.log_dir:
+            from relayrl.logger import TensorBoardLogger
+
+            self._logger = TensorBoardLogger(config.log_dir)
+
+    # ------------------------------------------------------------------ to implement
+    def make_learner(self):
+        raise NotImplementedError
+
+    def training_step(self) -> dict[str, float]:
+        raise NotImplementedError
+
+    def sampler_settings(self) -> SamplerSettings:
+        c = self.config
+        return SamplerSettings(env=c.env, env_config=c.env_config, num_envs=c.num_envs_per_worker,
+                               fragment_length=c.resolved_fragment_length(), spec=self.spec,
+                               gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed)
+
+    # ------------------------------------------------------------------ shared plumbing
+    def _set_learner_threads(self) -> None:
+        from relayrl.tf_import import tf
+
+        threads = self.config.learner_threads
+        if threads == "auto":
+            threads = 1 if self.spec.numpy_forward_ok else 0  # 0 = TensorFlow's default (all cores)
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(min(threads, 2) if threads else 0)
+        except RuntimeError:
+            pass  # TensorFlow already ran ops in this process (a second algorithm): its pools are fixed now
+
+    def _check_action_space(self) -> None:
+        try:
+            kind, _ = networks.action_layout(self.action_space)
+        except ValueError:
+            kind = None
+        if kind not in self.action_kinds:
+            allowed = {"categorical": "Discrete", "multi_categorical": "MultiDiscrete", "gaussian": "Box (1-D float)"}
+            raise ValueError(f"{self.name} does not support the action space {self.action_space} of env "
+                             f"{env_name(self.config.env)!r}; allowed: {', '.join(allowed[k] for k in self.action_kinds)}")
+
+    def record_fragments(self, fragments: list[Fragment]) -> None:
+        for fragment in fragments:
+            self.episodes.add(fragment)
+            self.timesteps_total += fragment.env_steps
+
+    def publish_weights(self) -> None:
+        """New version out to the workers (one ray.put on the Ray runtime)."""
+        self.weights_version += 1
+        self.workers.sync_weights(self.learner.get_weights(), self.weights_version)
+
+    def train(self) -> dict[str, Any]:
+        start = time.perf_counter()
+        steps_before = self.timesteps_total
+        learner_metrics = self.training_step()
+        elapsed = time.perf_counter() - start
+        self.iteration += 1
+        self.time_total_s += elapsed
+        timers = self.timers.pop()
+        result: dict[str, Any] = {
+            "training_iteration": self.iteration,
+            "timesteps_total": self.timesteps_total,
+            **self.episodes.summary(),
+            "time_this_iter_s": elapsed,
+            "time_total_s": self.time_total_s,
+            "env_steps_this_iter": self.timesteps_total - steps_before,
+            "env_steps_per_s": (self.timesteps_total - steps_before) / max(elapsed, 1e-9),
+            "weights_version": self.weights_version,
+            **{f"timers/{k}_s": v for k, v in timers.items()},
+            **{f"learner/{k}": v for k, v in learner_metrics.items()},
+            "workers/healthy": self.workers.healthy(),
+            "memory/driver_rss_bytes": psutil.Process().memory_info().rss,
+        }
+        if self._logger is not None:
+            self._logger.log(result)
+        return result
+
+    def stop(self) -> None:
+        self.workers.stop()
+        if self._logger is not None:
+            self._logger.close()
+
+    def __enter__(self) -> "Algorithm":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

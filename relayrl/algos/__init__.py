@@ -1,0 +1,24 @@
+"""Algorithm registry: CLI name -> (module, Config class, Algorithm class). Modules import lazily,
+so listing names or validating a CLI call does not import TensorFlow."""
+from __future__ import annotations
+
+import importlib
+
+REGISTRY = {
+    "ppo": ("relayrl.algos.ppo", "PPOConfig", "PPO"),
+}
+
+
+def _load(name: str, index: int):
+    if name not in REGISTRY:
+        raise ValueError(f"unknown algorithm {name!r}; allowed: {', '.join(sorted(REGISTRY))}")
+    module = importlib.import_module(REGISTRY[name][0])
+    return getattr(module, REGISTRY[name][index])
+
+
+def config_class(name: str):
+    return _load(name, 1)
+
+
+def algorithm_class(name: str):
+    return _load(name, 2)

@@ -1,0 +1,111 @@
+"""PPO: Proximal Policy Optimization with the clipped surrogate objective (Schulman et al. 2017,
+arXiv:1707.06347) and GAE advantages computed on the rollout workers."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from relayrl import checks as C
+from relayrl import ops
+from relayrl.algorithm import Algorithm
+from relayrl.config import Config, knob
+from relayrl.tf_import import tf
+from relayrl import keras_models as km
+from relayrl.learner import Learner
+from relayrl.types import concat_fragments
+
+
+@dataclass
+class PPOConfig(Config):
+    algo_name = "ppo"
+
+    lambda_: float = knob(0.95, "training", C.number(0, 1), "GAE lambda")
+    clip_param: float = knob(0.2, "training", C.number(0, strict=True), "PPO surrogate clip epsilon")
+    vf_clip_param: Any = knob(None, "training", C.optional(C.number(0, strict=True)), "clip of the squared value error, as in RLlib (None = off)")
+    entropy_coeff: float = knob(0.0, "training", C.number(0), "entropy bonus coefficient")
+    vf_loss_coeff: float = knob(0.5, "training", C.number(0), "value loss coefficient")
+    sgd_minibatch_size: int = knob(64, "training", C.integer(1), "minibatch size of each SGD step")
+    num_sgd_iter: int = knob(10, "training", C.integer(1), "epochs over each train batch")
+    # PPO's own defaults for shared fields (Stable-Baselines3's, which work across classic control and MuJoCo)
+    train_batch_size: int = knob(2048, "training", C.integer(1), "env steps per training iteration")
+    grad_clip: Any = knob(0.5, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.sgd_minibatch_size > self.train_batch_size:
+            raise ValueError(f"PPOConfig.sgd_minibatch_size = {self.sgd_minibatch_size} is invalid: allowed: at most "
+                             f"train_batch_size ({self.train_batch_size})")
+
+
+PPO_METRICS = ("total_loss", "policy_loss", "vf_loss", "entropy", "kl", "clip_frac")
+
+
+def ppo_loss(model: km.ActorCritic, mb: dict, hp: dict) -> tuple[tf.Tensor, dict]:
+    """Clipped surrogate + value regression - entropy bonus on one minibatch of M rows."""
+    dist_inputs, values = model(mb["obs"])  # [M, D], [M]
+    logp = km.log_prob(model.spec, dist_inputs, model.log_std, mb["actions"])  # [M]
+    log_ratio = logp - mb["logp"]  # log pi_new(a|s) - log pi_behaviour(a|s)
+    ratio = tf.exp(log_ratio)
+    adv = mb["advantages"]
+    adv = (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)  # per-minibatch normalisation
+    clip = hp["clip_param"]
+    surrogate = tf.minimum(ratio * adv, tf.clip_by_value(ratio, 1.0 - clip, 1.0 + clip) * adv)
+    policy_loss = -tf.reduce_mean(surrogate)
+    vf_err = tf.square(values - mb["value_targets"])  # [M]
+    if hp.get("vf_clip_param") is not None:
+        vf_err = tf.minimum(vf_err, hp["vf_clip_param"])
+    vf_loss = tf.reduce_mean(vf_err)
+    entropy = tf.reduce_mean(km.entropy(model.spec, dist_inputs, model.log_std))
+    total = policy_loss + hp["vf_loss_coeff"] * vf_loss - hp["entropy_coeff"] * entropy
+    metrics = {
+        "total_loss": total,
+        "policy_loss": policy_loss,
+        "vf_loss": vf_loss,
+        "entropy": entropy,
+        "kl": tf.reduce_mean((ratio - 1.0) - log_ratio),  # the low-variance k3 estimator of KL(old || new)
+        "clip_frac": tf.reduce_mean(tf.cast(tf.abs(ratio - 1.0) > clip, tf.float32)),
+    }
+    return total, metrics
+
+
+class PPO(Algorithm):
+    name = "PPO"
+
+    def make_learner(self) -> Learner:
+        c: PPOConfig = self.config
+        hparams = {"clip_param": c.clip_param, "entropy_coeff": c.entropy_coeff, "vf_loss_coeff": c.vf_loss_coeff}
+        if c.vf_clip_param is not None:
+            hparams["vf_clip_param"] = c.vf_clip_param
+        return Learner(self.spec, ppo_loss, PPO_METRICS, c.lr, c.grad_clip, hparams)
+
+    def training_step(self) -> dict[str, float]:
+        c: PPOConfig = self.config
+        with self.timers("sample"):
+            fragments = self.workers.sample()
+        self.record_fragments(fragments)
+        batch = concat_fragments(fragments)
+        with self.timers("learn"):
+            if c.lr_schedule:
+                self.learner.set_lr(ops.piecewise_linear(c.lr_schedule, self.timesteps_total))
+            metrics = self.learner.update(batch, self._minibatch_indices(len(batch["obs"])))
+            metrics["explained_variance"] = ops.explained_variance(batch["vf_preds"], batch["value_targets"])
+        with self.timers("sync"):
+            self.publish_weights()
+        return metrics
+
+    def _minibatch_indices(self, batch_size: int) -> np.ndarray:
+        """[epochs * minibatches, M]: a fresh permutation per epoch, padded with random rows when the
+        batch is a little short of a whole number of minibatches (e.g. after dropped reset steps), so
+        M stays fixed and the compiled update is traced once."""
+        c: PPOConfig = self.config
+        m = c.sgd_minibatch_size
+        n_mb = max(1, int(round(batch_size / m)))
+        epochs = []
+        for _ in range(c.num_sgd_iter):
+            perm = self.rng.permutation(batch_size)
+            if len(perm) < n_mb * m:
+                perm = np.concatenate([perm, self.rng.integers(0, batch_size, n_mb * m - len(perm))])
+            epochs.append(perm[: n_mb * m].reshape(n_mb, m))
+        return np.concatenate(epochs)

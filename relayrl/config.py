@@ -1,0 +1,227 @@
+"""Config base: a flat typed dataclass per algorithm with RLlib-style builder methods.
+
+Every field is declared once with `knob(default, group, check, doc)`; the builder methods
+(`.environment() .rollouts() .resources() .training() .debugging() .reporting()`) are one shared
+`_update` that checks the key belongs to the group and the value passes the field's check.
+`validate()` re-checks everything (fields can be assigned directly or loaded from YAML) plus the
+cross-field rules, so a bad config fails at build time, before any actor starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import importlib
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar
+
+from relayrl import checks as C
+
+GROUPS = ("environment", "rollouts", "resources", "training", "debugging", "reporting")
+_CALLABLE_PREFIX = "callable:"
+
+
+def knob(default: Any, group: str, check: C.Check, doc: str) -> Any:
+    """Declare a config field: its builder group, its value check and its documentation."""
+    assert group in GROUPS, group
+    meta = {"group": group, "check": check, "doc": doc}
+    if isinstance(default, (dict, list)):
+        return dataclasses.field(default_factory=lambda: json.loads(json.dumps(default)), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+DEFAULT_MODEL = {
+    "fcnet_hiddens": [64, 64],
+    "fcnet_activation": "tanh",
+    "conv_filters": [[16, 8, 4], [32, 4, 2]],
+    "vf_share_layers": False,
+}
+MODEL_CHECKS = {
+    "fcnet_hiddens": C.int_list(min_len=0),
+    "fcnet_activation": C.one_of("tanh", "relu", "elu", "swish"),
+    "conv_filters": C.conv_filters(),
+    "vf_share_layers": C.boolean(),
+}
+
+
+@dataclass
+class Config:
+    """Fields every algorithm shares. Subclasses add their own and set `algo_name`."""
+
+    algo_name: ClassVar[str] = ""
+
+    # --- environment
+    env: Any = knob(None, "environment", C.env_spec(), "gymnasium id, or a callable f(env_config) -> gymnasium.Env")
+    env_config: dict = knob({}, "environment", C.mapping(), "keyword arguments for the env (gym.make kwargs or the callable's argument)")
+    # --- rollouts
+    num_rollout_workers: int = knob(0, "rollouts", C.integer(0), "Ray rollout worker actors; 0 samples in the driver with no Ray")
+    num_envs_per_worker: int = knob(8, "rollouts", C.integer(1), "vectorised envs stepped together by each worker")
+    rollout_fragment_length: Any = knob("auto", "rollouts", C.auto_or(C.integer(1)), "steps per env per fragment; 'auto' = train_batch_size / (workers * envs)")
+    # --- resources
+    num_gpus: float = knob(0, "resources", C.number(0), "GPUs for the learner (0 = CPU)")
+    num_cpus_per_worker: float = knob(1, "resources", C.number(0, strict=True), "CPUs reserved per rollout worker actor")
+    learner_threads: Any = knob("auto", "resources", C.auto_or(C.integer(1)), "TensorFlow intra-op threads of the learner; 'auto' = 1 for MLPs (small ops run fastest unthreaded), all cores for conv nets")
+    address: Any = knob(None, "resources", C.optional(C.string()), "Ray address to join ('auto' or host:port); None starts an embedded Ray")
+    # --- training (shared)
+    lr: float = knob(3e-4, "training", C.number(0, strict=True), "learning rate")
+    lr_schedule: Any = knob(None, "training", C.optional(C.schedule()), "[[timestep, lr], ...] piecewise-linear; overrides lr")
+    gamma: float = knob(0.99, "training", C.number(0, 1), "discount factor")
+    grad_clip: Any = knob(None, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
+    train_batch_size: int = knob(4000, "training", C.integer(1), "env steps per training iteration")
+    model: dict = knob(DEFAULT_MODEL, "training", C.model(MODEL_CHECKS), "network options: " + ", ".join(DEFAULT_MODEL))
+    # --- debugging
+    seed: Any = knob(None, "debugging", C.optional(C.integer(0)), "base seed: env i of worker w gets seed + 1000 * w + i")
+    # --- reporting
+    log_dir: Any = knob(None, "reporting", C.optional(C.string()), "directory for TensorBoard scalars (None = no files)")
+    metrics_num_episodes_for_smoothing: int = knob(100, "reporting", C.integer(1), "completed episodes averaged in episode_reward_mean")
+
+    # ------------------------------------------------------------------ builder methods
+    def environment(self, env: Any = None, **kwargs: Any) -> "Config":
+        if env is not None:
+            kwargs["env"] = env
+        return self._update("environment", kwargs)
+
+    def rollouts(self, **kwargs: Any) -> "Config":
+        return self._update("rollouts", kwargs)
+
+    def resources(self, **kwargs: Any) -> "Config":
+        return self._update("resources", kwargs)
+
+    def training(self, **kwargs: Any) -> "Config":
+        return self._update("training", kwargs)
+
+    def debugging(self, **kwargs: Any) -> "Config":
+        return self._update("debugging", kwargs)
+
+    def reporting(self, **kwargs: Any) -> "Config":
+        return self._update("reporting", kwargs)
+
+    def _update(self, group: str, kwargs: dict) -> "Config":
+        allowed = [f.name for f in dataclasses.fields(self) if f.metadata["group"] == group]
+        for key, value in kwargs.items():
+            if key not in allowed:
+                raise ValueError(f"{type(self).__name__}.{group}(): unknown key {key!r}{_did_you_mean(key, allowed)}; allowed: {', '.join(allowed)}")
+            self._check_field(key, value)
+            setattr(self, key, _merge_model(value) if key == "model" else value)
+        return self
+
+    # ------------------------------------------------------------------ validation
+    def _check_field(self, name: str, value: Any) -> None:
+        check: C.Check = self._field(name).metadata["check"]
+        problem = check(value)
+        if problem is not None:
+            raise ValueError(f"{type(self).__name__}.{name} = {value!r} is invalid: {problem}")
+
+    def _field(self, name: str) -> dataclasses.Field:
+        return {f.name: f for f in dataclasses.fields(self)}[name]
+
+    def validate(self) -> None:
+        """Check every field and the cross-field rules; raise ValueError naming the field."""
+        for f in dataclasses.fields(self):
+            self._check_field(f.name, getattr(self, f.name))
+        if self.env is None:
+            raise ValueError(f"{type(self).__name__}.env is not set: call .environment('CartPole-v1') or pass a callable")
+        if isinstance(self.env, str):
+            from relayrl.envs import check_env_id
+
+            check_env_id(self.env)
+        fragment = self.resolved_fragment_length()
+        if fragment < 1:
+            raise ValueError(
+                f"{type(self).__name__}.train_batch_size = {self.train_batch_size} is too small for "
+                f"{self.num_workers_effective()} worker(s) x {self.num_envs_per_worker} envs: it must be >= "
+                f"{self.num_workers_effective() * self.num_envs_per_worker}"
+            )
+
+    def num_workers_effective(self) -> int:
+        return max(1, self.num_rollout_workers)
+
+    def resolved_fragment_length(self) -> int:
+        """Steps per env per fragment, so that all workers together fill train_batch_size."""
+        if self.rollout_fragment_length != "auto":
+            return int(self.rollout_fragment_length)
+        return self.train_batch_size // (self.num_workers_effective() * self.num_envs_per_worker)
+
+    # ------------------------------------------------------------------ (de)serialisation
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if callable(out["env"]):
+            out["env"] = _CALLABLE_PREFIX + f"{out['env'].__module__}:{out['env'].__qualname__}"
+        return json.loads(json.dumps(out))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Config":
+        config = cls()
+        names = [f.name for f in dataclasses.fields(cls)]
+        for key, value in data.items():
+            if key not in names:
+                raise ValueError(f"{cls.__name__}: unknown key {key!r}{_did_you_mean(key, names)}; allowed: {', '.join(names)}")
+            if key == "env" and isinstance(value, str) and value.startswith(_CALLABLE_PREFIX):
+                value = resolve_callable(value[len(_CALLABLE_PREFIX):])
+            config._check_field(key, value)
+            setattr(config, key, _merge_model(value) if key == "model" else value)
+        return config
+
+    def to_yaml(self) -> str:
+        import yaml
+
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> "Config":
+        import yaml
+
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{cls.__name__}: YAML config must be a mapping of field: value, got {type(data).__name__}")
+        return cls.from_dict(data)
+
+    def update_from_dict(self, data: dict) -> "Config":
+        """Apply {field: value} (e.g. from --set or a YAML file) with the same checks as the builders."""
+        for key, value in data.items():
+            group = self._group_of(key)
+            self._update(group, {key: value})
+        return self
+
+    def _group_of(self, key: str) -> str:
+        names = {f.name: f.metadata["group"] for f in dataclasses.fields(self)}
+        if key not in names:
+            raise ValueError(f"{type(self).__name__}: unknown key {key!r}{_did_you_mean(key, list(names))}; allowed: {', '.join(names)}")
+        return names[key]
+
+    def copy(self) -> "Config":
+        return dataclasses.replace(self, env_config=dict(self.env_config), model=json.loads(json.dumps(self.model)))
+
+    def build(self):
+        """Validate and return the Algorithm (imports TensorFlow only now)."""
+        from relayrl.algos import algorithm_class
+
+        self.validate()
+        return algorithm_class(self.algo_name)(self.copy())
+
+    @classmethod
+    def field_docs(cls) -> dict[str, str]:
+        return {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
+
+
+def _merge_model(value: dict) -> dict:
+    merged = json.loads(json.dumps(DEFAULT_MODEL))
+    merged.update(value)
+    return merged
+
+
+def _did_you_mean(key: str, allowed: list[str]) -> str:
+    close = difflib.get_close_matches(key, allowed, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def resolve_callable(path: str) -> Callable:
+    """'package.module:Name' -> the object."""
+    module_name, _, attr = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"env callable {path!r} cannot be imported: {exc}") from None
+    return obj

@@ -1,0 +1,46 @@
+"""Action distributions in numpy, for sampling on rollout workers (the learner's TF twins live in
+keras_models.py). `dist_inputs` are logits (categorical kinds) or means (gaussian)."""
+from __future__ import annotations
+
+import numpy as np
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+def _log_softmax(logits: np.ndarray) -> np.ndarray:
+    z = logits - logits.max(axis=-1, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=-1, keepdims=True))
+
+
+def _splits(nvec: tuple) -> list[int]:
+    return list(np.cumsum(nvec)[:-1])
+
+
+def sample(kind: str, nvec: tuple, dist_inputs: np.ndarray, log_std: np.ndarray | None,
+           rng: np.random.Generator, explore: bool) -> np.ndarray:
+    """Draw actions: Gumbel-max for categoricals (one vectorised call), mean + std * noise for gaussians."""
+    if kind == "gaussian":
+        if not explore:
+            return dist_inputs
+        return dist_inputs + np.exp(log_std) * rng.standard_normal(dist_inputs.shape, dtype=np.float32)
+    if explore:
+        dist_inputs = dist_inputs - np.log(-np.log(rng.random(dist_inputs.shape, dtype=np.float32) + 1e-20) + 1e-20)
+    if kind == "categorical":
+        return dist_inputs.argmax(axis=-1)
+    return np.stack([part.argmax(axis=-1) for part in np.split(dist_inputs, _splits(nvec), axis=-1)], axis=-1)
+
+
+def log_prob(kind: str, nvec: tuple, dist_inputs: np.ndarray, log_std: np.ndarray | None,
+             actions: np.ndarray) -> np.ndarray:
+    """log pi(a|s) for a batch, [B] float32."""
+    if kind == "gaussian":
+        z = (actions - dist_inputs) / np.exp(log_std)
+        return (-0.5 * (z * z + LOG_2PI) - log_std).sum(axis=-1).astype(np.float32)
+    if kind == "categorical":
+        logp = _log_softmax(dist_inputs)
+        return np.take_along_axis(logp, actions.reshape(-1, 1).astype(np.int64), axis=-1)[:, 0]
+    parts = np.split(dist_inputs, _splits(nvec), axis=-1)
+    total = np.zeros(len(dist_inputs), np.float32)
+    for i, part in enumerate(parts):
+        total += np.take_along_axis(_log_softmax(part), actions[:, i : i + 1].astype(np.int64), axis=-1)[:, 0]
+    return total

@@ -1,0 +1,62 @@
+"""Vector environments from a gymnasium id or a user callable, with per-worker / per-env seeds.
+
+All vector envs use gymnasium's default NEXT_STEP autoreset: the step that ends an episode returns
+that episode's final observation, and the following step resets the env (its action is ignored,
+reward 0). The sampler marks those reset steps invalid instead of learning from them.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Callable
+
+import gymnasium as gym
+
+EnvSpec = Any  # str id or callable(env_config) -> gym.Env
+
+
+def check_env_id(env_id: str) -> None:
+    """Raise ValueError for an id gymnasium does not know, with the closest registered ids."""
+    try:
+        gym.spec(env_id)
+    except gym.error.Error as exc:
+        close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise ValueError(f"unknown environment id {env_id!r} ({exc}){hint}") from None
+
+
+def make_single_env(env: EnvSpec, env_config: dict) -> gym.Env:
+    if isinstance(env, str):
+        check_env_id(env)
+        return gym.make(env, **env_config)
+    made = env(env_config)
+    if not isinstance(made, gym.Env):
+        raise ValueError(f"env callable {env!r} returned {type(made).__name__}, not a gymnasium.Env")
+    return made
+
+
+def env_spaces(env: EnvSpec, env_config: dict) -> tuple[gym.Space, gym.Space]:
+    """(observation_space, action_space) of one env, made and closed."""
+    single = make_single_env(env, env_config)
+    try:
+        return single.observation_space, single.action_space
+    finally:
+        single.close()
+
+
+def make_vector_env(env: EnvSpec, env_config: dict, num_envs: int) -> gym.vector.VectorEnv:
+    """num_envs copies stepped together: the env's own `vector_entry_point` when it has one
+    (CartPole: ~460k steps/s x16 here, against ~139k for a sync loop), else a SyncVectorEnv."""
+    if isinstance(env, str):
+        check_env_id(env)
+        return gym.make_vec(env, num_envs=num_envs, **env_config)
+    fns: list[Callable[[], gym.Env]] = [lambda: make_single_env(env, env_config)] * num_envs
+    return gym.vector.SyncVectorEnv(fns)
+
+
+def env_seed(base_seed: int | None, worker_index: int) -> int | None:
+    """Vector envs seed env i with seed + i, so env i of worker w gets base + 1000 * w + i."""
+    return None if base_seed is None else base_seed + 1000 * worker_index
+
+
+def env_name(env: EnvSpec) -> str:
+    return env if isinstance(env, str) else getattr(env, "__name__", type(env).__name__)

@@ -1,0 +1,51 @@
+"""Pure RL math on numpy arrays (time-major [T, N]); each function is tested against a naive loop."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+
+def gae(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_values: np.ndarray,
+    terminated: np.ndarray,
+    dones: np.ndarray,
+    gamma: float,
+    lam: float,
+) -> np.ndarray:
+    """Generalised advantage estimation (Schulman et al. 2016, arXiv:1506.02438) with gymnasium semantics.
+
+    All inputs are [T, N]. `next_values[t]` is V of the observation returned by step t (the final
+    observation when the episode ended there). `terminated` zeroes that bootstrap (the return ends);
+    a truncated step keeps it. `dones` (terminated | truncated) stops the recursion, so advantages
+    never leak across an episode boundary. Returns advantages [T, N] (float32).
+    """
+    not_term = 1.0 - terminated.astype(np.float32)
+    not_done = 1.0 - dones.astype(np.float32)
+    deltas = rewards + gamma * next_values * not_term - values  # [T, N]
+    adv = np.zeros_like(deltas, dtype=np.float32)
+    carry = np.zeros(deltas.shape[1], dtype=np.float32)
+    decay = gamma * lam
+    for t in range(deltas.shape[0] - 1, -1, -1):
+        carry = deltas[t] + decay * not_done[t] * carry
+        adv[t] = carry
+    return adv
+
+
+def piecewise_linear(schedule: Sequence[Sequence[float]], t: float) -> float:
+    """Value of a [[t0, v0], [t1, v1], ...] schedule at t; constant past the ends."""
+    if t <= schedule[0][0]:
+        return float(schedule[0][1])
+    for (t0, v0), (t1, v1) in zip(schedule, schedule[1:]):
+        if t < t1:
+            frac = (t - t0) / max(t1 - t0, 1e-12)
+            return float(v0 + frac * (v1 - v0))
+    return float(schedule[-1][1])
+
+
+def explained_variance(y_pred: np.ndarray, y_true: np.ndarray) -> float:
+    """1 - Var[y_true - y_pred] / Var[y_true]; nan when y_true is constant."""
+    var = np.var(y_true)
+    return float("nan") if var == 0 else float(1.0 - np.var(y_true - y_pred) / var)

@@ -1,0 +1,67 @@
+"""Policy: a network forward pass plus its action distribution, with versioned weights.
+
+Used where actions are chosen (rollout workers, evaluation). MLP policies run in numpy and never
+import TensorFlow; conv policies fall back to one `tf.function` call per batched step.
+"""
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+
+from relayrl import distributions
+from relayrl.networks import ModelSpec, NumpyActorCritic, preprocess_obs
+
+
+class Policy:
+    """Loop that uses it:  actions, extras = policy.act(obs)  ->  env.step(actions)."""
+
+    def __init__(self, spec: ModelSpec, action_space: gym.Space, seed: int | None = None):
+        self.spec = spec
+        if spec.numpy_forward_ok:
+            self.net = NumpyActorCritic(spec)
+        else:
+            from relayrl.keras_models import TFForward  # imports TensorFlow: only conv policies pay for it
+
+            self.net = TFForward(spec)
+        self.rng = np.random.default_rng(seed)
+        self.version = -1
+        self._weights: list[np.ndarray] = []
+        self._low = self._high = None
+        if spec.action_kind == "gaussian":
+            self._low, self._high = action_space.low.astype(np.float32), action_space.high.astype(np.float32)
+
+    # ------------------------------------------------------------------ weights
+    def set_weights(self, weights: list[np.ndarray], version: int) -> None:
+        self._weights = weights
+        self.net.set_weights(weights)
+        self.version = version
+
+    def get_weights(self) -> list[np.ndarray]:
+        return self._weights
+
+    # ------------------------------------------------------------------ acting
+    def compute_actions(self, x: np.ndarray, explore: bool = True) -> np.ndarray:
+        """Network-space actions for preprocessed observations x (unclipped for gaussians)."""
+        dist_inputs = self.net.dist_inputs(x)
+        log_std = self.net.log_std() if self.spec.action_kind == "gaussian" else None
+        return distributions.sample(self.spec.action_kind, self.spec.action_nvec, dist_inputs, log_std, self.rng, explore)
+
+    def env_actions(self, actions: np.ndarray) -> np.ndarray:
+        """What the env receives: gaussian samples clipped to the Box bounds."""
+        if self._low is None:
+            return actions
+        return np.clip(actions, self._low, self._high)
+
+    def logp_and_values(self, x: np.ndarray, actions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Behaviour log-probs and value estimates for a whole fragment in one batched pass."""
+        dist_inputs = self.net.dist_inputs(x)
+        log_std = self.net.log_std() if self.spec.action_kind == "gaussian" else None
+        logp = distributions.log_prob(self.spec.action_kind, self.spec.action_nvec, dist_inputs, log_std, actions)
+        return logp, self.net.value(x).astype(np.float32)
+
+    def act(self, obs: np.ndarray, explore: bool = True) -> tuple[np.ndarray, dict]:
+        """Batch of raw observations -> (env actions, {"actions", "logp", "vf_preds"})."""
+        x = preprocess_obs(self.spec, obs)
+        actions = self.compute_actions(x, explore)
+        logp, values = self.logp_and_values(x, actions)
+        return self.env_actions(actions), {"actions": actions, "logp": logp, "vf_preds": values}

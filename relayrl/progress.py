@@ -1,0 +1,42 @@
+"""Console progress for the CLI: a throttled status line per iteration on stderr and a final summary."""
+from __future__ import annotations
+
+import sys
+import time
+from typing import Any
+
+
+class Progress:
+    def __init__(self, enabled: bool = True, log_dir: str | None = None, every_s: float = 0.5):
+        self.enabled = enabled
+        self.every_s = every_s
+        self._last = 0.0
+        if log_dir:
+            self.note(f"TensorBoard: tensorboard --logdir {log_dir}")
+
+    def note(self, text: str) -> None:
+        if self.enabled:
+            print(f"relayrl: {text}", file=sys.stderr, flush=True)
+
+    def update(self, r: dict[str, Any]) -> None:
+        now = time.perf_counter()
+        if not self.enabled or now - self._last < self.every_s:
+            return
+        self._last = now
+        print(self.line(r), file=sys.stderr, flush=True)
+
+    @staticmethod
+    def line(r: dict[str, Any]) -> str:
+        it = max(r["time_this_iter_s"], 1e-9)
+        shares = " ".join(f"{k}={100 * r.get(f'timers/{k}_s', 0.0) / it:.0f}%" for k in ("sample", "learn", "sync"))
+        return (f"iter {r['training_iteration']:>5}  steps {r['timesteps_total']:>9,}  "
+                f"reward {r['episode_reward_mean']:8.2f}  {r['env_steps_per_s']:>9,.0f} steps/s  {shares}")
+
+    def summary(self, r: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        solved = f"solved in {r['time_to_solve_s']:.2f} s" if r.get("solved") else "not solved"
+        print(self.line(r), file=sys.stderr)
+        print(f"relayrl: done: {r['training_iteration']} iterations, {r['timesteps_total']:,} steps, "
+              f"episode_reward_mean {r['episode_reward_mean']:.2f}, {solved}, wall {r['wall_time_s']:.2f} s",
+              file=sys.stderr, flush=True)

@@ -1,0 +1,25 @@
+"""Local runtime: one RolloutWorker in the driver process, no Ray (the fastest start, and the debug mode)."""
+from __future__ import annotations
+
+import numpy as np
+
+from relayrl.rollout import RolloutWorker, SamplerSettings
+from relayrl.types import Fragment
+
+
+class LocalWorkers:
+    def __init__(self, settings: SamplerSettings):
+        self.worker = RolloutWorker(settings, worker_index=0)
+        self.num_workers = 0
+
+    def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
+        self.worker.set_weights(weights, version)
+
+    def sample(self) -> list[Fragment]:
+        return [self.worker.sample()]
+
+    def healthy(self) -> int:
+        return 1
+
+    def stop(self) -> None:
+        self.worker.stop()
