@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 import numpy as np
 import psutil
 
-from relayrl import networks
+from relayrl import networks, tf_import
 from relayrl.config import Config
 from relayrl.envs import env_name, env_spaces
 from relayrl.metrics import EpisodeStats, Timers
@@ -32,11 +32,18 @@ class Algorithm:
         self.spec = networks.spec_from_spaces(self.obs_space, self.action_space, config.model)
         self.rng = np.random.default_rng(config.seed)
         initial_weights = networks.init_weights(self.spec, self.rng)
-        self._set_learner_threads()
-        self.learner = self.make_learner()
-        self.learner.set_weights(initial_weights)
+        if config.num_rollout_workers > 0:
+            # Start the Ray cluster and the TF-free worker actors while TensorFlow imports on another
+            # thread (~2.5 s each on this machine). Ray is imported first: the two share dependencies.
+            from relayrl.runtime import ray_workers  # noqa: F401
+
+            tf_import.load_in_background()
         self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
                                     config.num_cpus_per_worker, config.address)
+        self._set_learner_threads()
+        self.learner = self.make_learner()  # traces the update while the actors start
+        self.learner.set_weights(initial_weights)
+        self.workers.wait_ready()
         self.weights_version = 0
         self.workers.sync_weights(initial_weights, self.weights_version)
         self.timers = Timers()
@@ -65,8 +72,7 @@ class Algorithm:
 
     # ------------------------------------------------------------------ shared plumbing
     def _set_learner_threads(self) -> None:
-        from relayrl.tf_import import tf
-
+        tf = tf_import.load()
         threads = self.config.learner_threads
         if threads == "auto":
             threads = 1 if self.spec.numpy_forward_ok else 0  # 0 = TensorFlow's default (all cores)

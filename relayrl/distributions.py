@@ -16,15 +16,21 @@ def _splits(nvec: tuple) -> list[int]:
     return list(np.cumsum(nvec)[:-1])
 
 
-def sample(kind: str, nvec: tuple, dist_inputs: np.ndarray, log_std: np.ndarray | None,
-           rng: np.random.Generator, explore: bool) -> np.ndarray:
-    """Draw actions: Gumbel-max for categoricals (one vectorised call), mean + std * noise for gaussians."""
+def draw_noise(kind: str, shape: tuple, rng: np.random.Generator) -> np.ndarray:
+    """Exploration noise for many steps at once (one RNG call per fragment instead of one per step):
+    Gumbel(0, 1) for categoricals (Gumbel-max sampling), N(0, 1) for gaussians. shape = (..., dist_dim)."""
     if kind == "gaussian":
-        if not explore:
-            return dist_inputs
-        return dist_inputs + np.exp(log_std) * rng.standard_normal(dist_inputs.shape, dtype=np.float32)
-    if explore:
-        dist_inputs = dist_inputs - np.log(-np.log(rng.random(dist_inputs.shape, dtype=np.float32) + 1e-20) + 1e-20)
+        return rng.standard_normal(shape, dtype=np.float32)
+    return -np.log(-np.log(rng.random(shape, dtype=np.float32) + 1e-20) + 1e-20)
+
+
+def sample(kind: str, nvec: tuple, dist_inputs: np.ndarray, log_std: np.ndarray | None,
+           noise: np.ndarray | None) -> np.ndarray:
+    """Actions from dist inputs and pre-drawn noise (None = deterministic: argmax / mean)."""
+    if kind == "gaussian":
+        return dist_inputs if noise is None else dist_inputs + np.exp(log_std) * noise
+    if noise is not None:
+        dist_inputs = dist_inputs + noise
     if kind == "categorical":
         return dist_inputs.argmax(axis=-1)
     return np.stack([part.argmax(axis=-1) for part in np.split(dist_inputs, _splits(nvec), axis=-1)], axis=-1)

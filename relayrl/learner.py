@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-import tensorflow as tf
 
 from relayrl.keras_models import ActorCritic
 from relayrl.networks import ModelSpec
+from relayrl.tf_import import tf
 
 # loss_fn(model, minibatch: dict[str, Tensor], hparams: dict[str, tf.Variable]) -> (loss, {name: scalar})
 LossFn = Callable[[ActorCritic, dict, dict], tuple]
@@ -45,7 +45,8 @@ class Learner(tf.Module):
     """Loop that uses it:  metrics = learner.update(batch, idx); weights = learner.get_weights()."""
 
     def __init__(self, spec: ModelSpec, loss_fn: LossFn, metric_names: tuple[str, ...], lr: float,
-                 grad_clip: float | None, hparams: dict[str, float], jit_compile: bool = False):
+                 grad_clip: float | None, hparams: dict[str, float], batch_spec: dict[str, tuple],
+                 minibatch_size: int, jit_compile: bool = False):
         super().__init__(name="learner")
         self.spec = spec
         self.model = ActorCritic(spec)
@@ -56,7 +57,9 @@ class Learner(tf.Module):
         self.grad_clip = grad_clip
         self.jit_compile = jit_compile  # XLA: ~3x cheaper steps on small nets, ~1 s more to compile
         self.hparams = {k: tf.Variable(float(v), trainable=False, name=k) for k, v in hparams.items()}
-        self._update_fns: dict[int, Callable] = {}  # one trace per minibatch size
+        self.minibatch_size = minibatch_size
+        self._keys = sorted(batch_spec)
+        self._update_fn = self._compile(batch_spec)  # traced now: before the first batch, while workers start
 
     # ------------------------------------------------------------------ weights
     def get_weights(self) -> list[np.ndarray]:
@@ -74,10 +77,10 @@ class Learner(tf.Module):
     # ------------------------------------------------------------------ update
     def update(self, batch: dict[str, np.ndarray], minibatch_indices: np.ndarray) -> dict[str, float]:
         """Run len(minibatch_indices) SGD steps; row k of the [K, M] index array picks minibatch k."""
-        m = minibatch_indices.shape[1]
-        if m not in self._update_fns:
-            self._update_fns[m] = self._compile(batch, m)
-        sums, gnorm = self._update_fns[m]([batch[k] for k in self._keys], minibatch_indices.astype(np.int32))
+        if minibatch_indices.shape[1] != self.minibatch_size:
+            raise ValueError(f"minibatch index rows have {minibatch_indices.shape[1]} entries, the update was "
+                             f"compiled for {self.minibatch_size}")
+        sums, gnorm = self._update_fn([batch[k] for k in self._keys], minibatch_indices.astype(np.int32))
         values = (sums.numpy() / max(len(minibatch_indices), 1)).tolist()
         out = dict(zip(self.metric_names, values))
         out["grad_gnorm"] = float(gnorm.numpy()) / max(len(minibatch_indices), 1)
@@ -87,10 +90,9 @@ class Learner(tf.Module):
                                          f"or check the rewards / observations for extreme values")
         return out
 
-    def _compile(self, batch: dict[str, np.ndarray], minibatch_size: int):
-        self._keys = sorted(batch)
-        sig = ([tf.TensorSpec((None,) + batch[k].shape[1:], tf.as_dtype(batch[k].dtype)) for k in self._keys],
-               tf.TensorSpec((None, minibatch_size), tf.int32))
+    def _compile(self, batch_spec: dict[str, tuple]):
+        sig = ([tf.TensorSpec((None,) + tuple(batch_spec[k][0]), tf.as_dtype(batch_spec[k][1])) for k in self._keys],
+               tf.TensorSpec((None, self.minibatch_size), tf.int32))
         # autograph=False: the loop is an explicit tf.while_loop, which traces faster than converted code.
         # Calling the concrete function skips tf.function's per-call signature matching (~2 ms here).
         fn = tf.function(self._run_steps, input_signature=sig, autograph=False, jit_compile=self.jit_compile)

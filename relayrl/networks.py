@@ -17,9 +17,11 @@ from typing import Sequence
 import gymnasium as gym
 import numpy as np
 
+# In-place where numpy allows it: the worker runs these ~15k times a second on small arrays, where
+# allocation is a visible share of the cost.
 ACTIVATIONS = {
-    "tanh": np.tanh,
-    "relu": lambda x: np.maximum(x, 0.0),
+    "tanh": lambda x: np.tanh(x, out=x),
+    "relu": lambda x: np.maximum(x, 0.0, out=x),
     "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
     "swish": lambda x: x / (1.0 + np.exp(-x)),
 }
@@ -160,7 +162,8 @@ class NumpyActorCritic:
     def _run(self, x: np.ndarray, layers: Sequence[Layer], offset: int) -> np.ndarray:
         w = self.weights
         for j, layer in enumerate(layers):
-            x = x @ w[offset + 2 * j] + w[offset + 2 * j + 1]
+            x = x @ w[offset + 2 * j]  # a new array, so the in-place ops below never touch the input
+            x += w[offset + 2 * j + 1]
             if layer.activation is not None:
                 x = ACTIVATIONS[layer.activation](x)
         return x

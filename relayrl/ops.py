@@ -22,14 +22,12 @@ def gae(
     a truncated step keeps it. `dones` (terminated | truncated) stops the recursion, so advantages
     never leak across an episode boundary. Returns advantages [T, N] (float32).
     """
-    not_term = 1.0 - terminated.astype(np.float32)
-    not_done = 1.0 - dones.astype(np.float32)
-    deltas = rewards + gamma * next_values * not_term - values  # [T, N]
-    adv = np.zeros_like(deltas, dtype=np.float32)
+    deltas = (rewards + gamma * next_values * ~terminated - values).astype(np.float32)  # [T, N]
+    decay = (gamma * lam) * ~dones  # [T, N]: 0 where the episode ended
+    adv = np.empty_like(deltas)
     carry = np.zeros(deltas.shape[1], dtype=np.float32)
-    decay = gamma * lam
     for t in range(deltas.shape[0] - 1, -1, -1):
-        carry = deltas[t] + decay * not_done[t] * carry
+        carry = deltas[t] + decay[t] * carry
         adv[t] = carry
     return adv
 

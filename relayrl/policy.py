@@ -35,16 +35,36 @@ class Policy:
         self._weights = weights
         self.net.set_weights(weights)
         self.version = version
+        self._log_std_now = self.net.log_std() if self.spec.action_kind == "gaussian" else None
 
     def get_weights(self) -> list[np.ndarray]:
         return self._weights
 
     # ------------------------------------------------------------------ acting
-    def compute_actions(self, x: np.ndarray, explore: bool = True) -> np.ndarray:
-        """Network-space actions for preprocessed observations x (unclipped for gaussians)."""
+    def draw_noise(self, steps: int, batch: int) -> np.ndarray:
+        """Exploration noise for `steps` batched calls of `batch` rows, drawn in one go."""
+        return distributions.draw_noise(self.spec.action_kind, (steps, batch, self.spec.dist_dim), self.rng)
+
+    def compute_actions(self, x: np.ndarray, explore: bool = True, noise: np.ndarray | None = None) -> np.ndarray:
+        """Network-space actions for preprocessed observations x (unclipped for gaussians).
+        `noise` (from draw_noise) replaces the per-call draw when the caller pre-draws it."""
         dist_inputs = self.net.dist_inputs(x)
         log_std = self.net.log_std() if self.spec.action_kind == "gaussian" else None
-        return distributions.sample(self.spec.action_kind, self.spec.action_nvec, dist_inputs, log_std, self.rng, explore)
+        if explore and noise is None:
+            noise = self.draw_noise(1, len(x))[0]
+        return distributions.sample(self.spec.action_kind, self.spec.action_nvec, dist_inputs, log_std,
+                                    noise if explore else None)
+
+    def sample_step(self, x: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The sampler's per-step call: (actions, dist_inputs); the dist inputs are kept so the
+        fragment's behaviour log-probs need no second forward pass."""
+        dist_inputs = self.net.dist_inputs(x)
+        log_std = self._log_std_now if self.spec.action_kind == "gaussian" else None
+        return distributions.sample(self.spec.action_kind, self.spec.action_nvec, dist_inputs, log_std, noise), dist_inputs
+
+    def log_prob(self, dist_inputs: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        log_std = self.net.log_std() if self.spec.action_kind == "gaussian" else None
+        return distributions.log_prob(self.spec.action_kind, self.spec.action_nvec, dist_inputs, log_std, actions)
 
     def env_actions(self, actions: np.ndarray) -> np.ndarray:
         """What the env receives: gaussian samples clipped to the Box bounds."""

@@ -32,6 +32,21 @@ class SamplerSettings:
     seed: int | None = None
 
 
+def batch_spec(spec: ModelSpec) -> dict[str, tuple[tuple, type]]:
+    """Column name -> (per-row shape, dtype) of the fragments workers send: the learner compiles its
+    update for exactly this at build time, before the first batch exists."""
+    obs_dtype = np.uint8 if spec.obs_kind == "image" else np.float32
+    if spec.action_kind == "gaussian":
+        action = ((spec.action_nvec[0],), np.float32)
+    elif spec.action_kind == "multi_categorical":
+        action = ((len(spec.action_nvec),), np.int64)
+    else:
+        action = ((), np.int64)
+    scalar = ((), np.float32)
+    return {"obs": (tuple(spec.obs_shape), obs_dtype), "actions": action, "logp": scalar, "vf_preds": scalar,
+            "advantages": scalar, "value_targets": scalar}
+
+
 class EnvError(RuntimeError):
     """An environment produced something unusable (NaN observation or reward, bad shapes)."""
 
@@ -42,12 +57,15 @@ class RolloutWorker:
     def __init__(self, settings: SamplerSettings, worker_index: int = 0):
         self.s = settings
         self.worker_index = worker_index
+        self._batch_spec = batch_spec(settings.spec)
         self.env = make_vector_env(settings.env, settings.env_config, settings.num_envs)
         seed = env_seed(settings.seed, worker_index)
         self.policy = Policy(settings.spec, self.env.single_action_space,
                              seed=None if seed is None else seed + 7919)  # action noise stream != env stream
         raw_obs, _ = self.env.reset(seed=seed)
         self.obs = preprocess_obs(settings.spec, raw_obs)
+        already_prepared = settings.spec.obs_kind == "box" and raw_obs.dtype == np.float32 and raw_obs.ndim == 2
+        self._prep = (lambda o: o) if already_prepared else (lambda o: preprocess_obs(settings.spec, o))
         n = settings.num_envs
         self.prev_done = np.zeros(n, dtype=bool)  # NEXT_STEP autoreset: the next step is a reset step
         self.ep_return = np.zeros(n, dtype=np.float64)
@@ -57,68 +75,70 @@ class RolloutWorker:
         self.policy.set_weights(weights, version)
 
     def sample(self) -> Fragment:
-        """Step all envs fragment_length times with one batched policy call per step."""
+        """Step all envs fragment_length times with one batched policy call per step.
+
+        The loop body is kept to the policy call, env.step and array stores (it runs ~15k times a
+        second): exploration noise is drawn per fragment, and validity, episode statistics, log-probs,
+        values and advantages are computed afterwards on whole arrays."""
         start = time.perf_counter()
         T, N = self.s.fragment_length, self.s.num_envs
-        obs_buf = np.empty((T + 1, N) + self.obs.shape[1:], dtype=self.obs.dtype)
-        act_buf: np.ndarray | None = None
-        rewards = np.empty((T, N), np.float32)
-        terminated = np.empty((T, N), bool)
-        truncated = np.empty((T, N), bool)
-        valid = np.empty((T, N), bool)
-        done_returns, done_lengths = [], []
-        policy, env, spec = self.policy, self.env, self.s.spec
-        obs, prev_done = self.obs, self.prev_done
+        noise = self.policy.draw_noise(T, N)
+        sample_step, env_actions, step, prep = self.policy.sample_step, self.policy.env_actions, self.env.step, self._prep
+        obs = self.obs
+        obs_l, act_l, dist_l, rew_l, term_l, trunc_l = [obs], [], [], [], [], []  # list appends: ~10x cheaper than array stores
         for t in range(T):
-            obs_buf[t] = obs
-            valid[t] = ~prev_done
-            actions = policy.compute_actions(obs)
-            if act_buf is None:
-                act_buf = np.empty((T,) + actions.shape, dtype=actions.dtype)
-            act_buf[t] = actions
-            raw_obs, rew, term, trunc, _ = env.step(policy.env_actions(actions))
-            obs = preprocess_obs(spec, raw_obs)
-            rewards[t], terminated[t], truncated[t] = rew, term, trunc
-            self.ep_return += rew
-            self.ep_length += ~prev_done
-            prev_done = term | trunc
-            if prev_done.any():
-                done_returns.append(self.ep_return[prev_done].copy())
-                done_lengths.append(self.ep_length[prev_done].copy())
-                self.ep_return[prev_done] = 0.0
-                self.ep_length[prev_done] = 0
-        obs_buf[T] = obs
-        self.obs, self.prev_done = obs, prev_done
-        data = self._postprocess(obs_buf, act_buf, rewards, terminated, truncated, valid)
-        return Fragment(
-            data=data,
-            version=policy.version,
-            worker_index=self.worker_index,
-            env_steps=int(valid.sum()),
-            episode_returns=np.concatenate(done_returns).astype(np.float32) if done_returns else np.zeros(0, np.float32),
-            episode_lengths=np.concatenate(done_lengths) if done_lengths else np.zeros(0, np.int64),
-            sample_time_s=time.perf_counter() - start,
-        )
+            actions, dist_inputs = sample_step(obs, noise[t])
+            raw_obs, rew, term, trunc, _ = step(env_actions(actions))
+            obs = prep(raw_obs)
+            obs_l.append(obs), act_l.append(actions), dist_l.append(dist_inputs)
+            rew_l.append(rew), term_l.append(term), trunc_l.append(trunc)
+        self.obs = obs
+        rewards = np.asarray(rew_l, np.float32)  # [T, N]
+        terminated, truncated = np.asarray(term_l, bool), np.asarray(trunc_l, bool)
+        dones = terminated | truncated
+        valid = np.empty((T, N), bool)  # NEXT_STEP autoreset: the step after a done only resets the env
+        valid[0] = ~self.prev_done
+        valid[1:] = ~dones[:-1]
+        self.prev_done = dones[-1].copy()
+        returns, lengths = self._episode_stats(rewards, dones, valid)
+        data = self._postprocess(np.stack(obs_l), np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
+        return Fragment(data=data, version=self.policy.version, worker_index=self.worker_index,
+                        env_steps=int(valid.sum()), episode_returns=returns, episode_lengths=lengths,
+                        sample_time_s=time.perf_counter() - start)
 
-    def _postprocess(self, obs_buf, act_buf, rewards, terminated, truncated, valid) -> dict[str, np.ndarray]:
+    def _episode_stats(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray):
+        """Returns and lengths of the episodes that ended in this fragment; running sums carry over."""
+        cum_r = np.cumsum(rewards, axis=0, dtype=np.float64) + self.ep_return  # [T, N]
+        cum_l = np.cumsum(valid, axis=0, dtype=np.int64) + self.ep_length
+        base_r, base_l = np.zeros_like(self.ep_return), np.zeros_like(self.ep_length)
+        returns, lengths = [], []
+        for t, n in zip(*np.nonzero(dones)):  # time order within each env
+            returns.append(cum_r[t, n] - base_r[n])
+            lengths.append(cum_l[t, n] - base_l[n])
+            base_r[n], base_l[n] = cum_r[t, n], cum_l[t, n]
+        self.ep_return, self.ep_length = cum_r[-1] - base_r, cum_l[-1] - base_l
+        return np.asarray(returns, np.float32), np.asarray(lengths, np.int64)
+
+    def _postprocess(self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid) -> dict[str, np.ndarray]:
         """Behaviour log-probs, values and GAE for the whole fragment in batched passes; drop reset steps."""
         T, N = rewards.shape
         self._check_finite(obs_buf, "observation")
         self._check_finite(rewards, "reward")
         flat_obs = obs_buf.reshape((T + 1) * N, *obs_buf.shape[2:])
         flat_act = act_buf.reshape(T * N, *act_buf.shape[2:])
-        logp, values = self.policy.logp_and_values(flat_obs, np.concatenate([flat_act, flat_act[:N]]))
-        values = values.reshape(T + 1, N)
-        adv = ops.gae(rewards, values[:-1], values[1:], terminated, terminated | truncated, self.s.gamma, self.s.lambda_)
+        logp = self.policy.log_prob(dist_buf.reshape(T * N, -1), flat_act)
+        values = self.policy.net.value(flat_obs).astype(np.float32).reshape(T + 1, N)
+        adv = ops.gae(rewards, values[:-1], values[1:], terminated, dones, self.s.gamma, self.s.lambda_)
         keep = valid.reshape(-1)
-        return {
+        columns = {
             "obs": flat_obs[: T * N][keep],
             "actions": flat_act[keep],
-            "logp": logp[: T * N][keep],
+            "logp": logp[keep],
             "vf_preds": values[:-1].reshape(-1)[keep],
             "advantages": adv.reshape(-1)[keep],
             "value_targets": (adv + values[:-1]).reshape(-1)[keep],
         }
+        return {k: columns[k].astype(dtype, copy=False) for k, (_, dtype) in self._batch_spec.items()}
 
     def _check_finite(self, array: np.ndarray, what: str) -> None:
         if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():

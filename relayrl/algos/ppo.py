@@ -11,9 +11,8 @@ from relayrl import checks as C
 from relayrl import ops
 from relayrl.algorithm import Algorithm
 from relayrl.config import Config, knob
+from relayrl import tf_distributions as tfd
 from relayrl.tf_import import tf
-from relayrl import keras_models as km
-from relayrl.learner import Learner
 from relayrl.types import concat_fragments
 
 
@@ -42,10 +41,10 @@ class PPOConfig(Config):
 PPO_METRICS = ("total_loss", "policy_loss", "vf_loss", "entropy", "kl", "clip_frac")
 
 
-def ppo_loss(model: km.ActorCritic, mb: dict, hp: dict) -> tuple[tf.Tensor, dict]:
+def ppo_loss(model, mb: dict, hp: dict) -> tuple[tf.Tensor, dict]:
     """Clipped surrogate + value regression - entropy bonus on one minibatch of M rows."""
     dist_inputs, values = model(mb["obs"])  # [M, D], [M]
-    logp = km.log_prob(model.spec, dist_inputs, model.log_std, mb["actions"])  # [M]
+    logp = tfd.log_prob(model.spec, dist_inputs, model.log_std, mb["actions"])  # [M]
     log_ratio = logp - mb["logp"]  # log pi_new(a|s) - log pi_behaviour(a|s)
     ratio = tf.exp(log_ratio)
     adv = mb["advantages"]
@@ -57,7 +56,7 @@ def ppo_loss(model: km.ActorCritic, mb: dict, hp: dict) -> tuple[tf.Tensor, dict
     if hp.get("vf_clip_param") is not None:
         vf_err = tf.minimum(vf_err, hp["vf_clip_param"])
     vf_loss = tf.reduce_mean(vf_err)
-    entropy = tf.reduce_mean(km.entropy(model.spec, dist_inputs, model.log_std))
+    entropy = tf.reduce_mean(tfd.entropy(model.spec, dist_inputs, model.log_std))
     total = policy_loss + hp["vf_loss_coeff"] * vf_loss - hp["entropy_coeff"] * entropy
     metrics = {
         "total_loss": total,
@@ -73,12 +72,16 @@ def ppo_loss(model: km.ActorCritic, mb: dict, hp: dict) -> tuple[tf.Tensor, dict
 class PPO(Algorithm):
     name = "PPO"
 
-    def make_learner(self) -> Learner:
+    def make_learner(self):
+        from relayrl.learner import Learner
+        from relayrl.rollout import batch_spec
+
         c: PPOConfig = self.config
         hparams = {"clip_param": c.clip_param, "entropy_coeff": c.entropy_coeff, "vf_loss_coeff": c.vf_loss_coeff}
         if c.vf_clip_param is not None:
             hparams["vf_clip_param"] = c.vf_clip_param
-        return Learner(self.spec, ppo_loss, PPO_METRICS, c.lr, c.grad_clip, hparams)
+        return Learner(self.spec, ppo_loss, PPO_METRICS, c.lr, c.grad_clip, hparams, batch_spec(self.spec),
+                       c.sgd_minibatch_size)
 
     def training_step(self) -> dict[str, float]:
         c: PPOConfig = self.config

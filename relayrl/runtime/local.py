@@ -12,6 +12,9 @@ class LocalWorkers:
         self.worker = RolloutWorker(settings, worker_index=0)
         self.num_workers = 0
 
+    def wait_ready(self) -> None:
+        pass
+
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
         self.worker.set_weights(weights, version)
 

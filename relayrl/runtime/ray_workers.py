@@ -64,7 +64,10 @@ class RayWorkers:
         self.num_workers = num_workers
         self._weights_ref = None
         self._version = -1
-        ray.get([a.ping.remote() for a in self.actors])  # surface constructor errors now
+
+    def wait_ready(self) -> None:
+        """Block until every actor is constructed (raises the constructor's error if one failed)."""
+        ray.get([a.ping.remote() for a in self.actors])
 
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
         # One ray.put per version; dropping the previous ref lets the object store free it.

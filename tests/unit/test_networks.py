@@ -5,7 +5,8 @@ import pytest
 
 from relayrl import distributions, networks
 from relayrl.config import DEFAULT_MODEL
-from relayrl.keras_models import ActorCritic, entropy, log_prob
+from relayrl.keras_models import ActorCritic
+from relayrl.tf_distributions import entropy, log_prob
 from relayrl.tf_import import tf
 
 SPACES = {
@@ -34,7 +35,8 @@ def test_numpy_forward_equals_keras(kind, activation):
     np.testing.assert_allclose(np_model.value(obs), v_tf.numpy(), atol=1e-5)
     # log-probs agree between the worker's numpy distribution and the learner's TF one
     log_std = np_model.log_std() if spec.action_kind == "gaussian" else None
-    actions = distributions.sample(spec.action_kind, spec.action_nvec, np_model.dist_inputs(obs), log_std, rng, True)
+    noise = distributions.draw_noise(spec.action_kind, (len(obs), spec.dist_dim), rng)
+    actions = distributions.sample(spec.action_kind, spec.action_nvec, np_model.dist_inputs(obs), log_std, noise)
     lp_np = distributions.log_prob(spec.action_kind, spec.action_nvec, np_model.dist_inputs(obs), log_std, actions)
     lp_tf = log_prob(spec, dist_tf, keras_model.log_std, tf.constant(actions))
     np.testing.assert_allclose(lp_np, lp_tf.numpy(), atol=1e-4)
