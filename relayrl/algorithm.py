@@ -27,9 +27,7 @@ class Algorithm:
 
     def __init__(self, config: Config):
         self.config = config
-        self.obs_space, self.action_space = env_spaces(config.env, config.env_config)
-        self._check_action_space()
-        self.spec = networks.spec_from_spaces(self.obs_space, self.action_space, config.model)
+        self.obs_space, self.action_space, self.spec = self.check_env(config)
         self.rng = np.random.default_rng(config.seed)
         initial_weights = networks.init_weights(self.spec, self.rng)
         if config.num_rollout_workers > 0:
@@ -82,15 +80,24 @@ class Algorithm:
         except RuntimeError:
             pass  # TensorFlow already ran ops in this process (a second algorithm): its pools are fixed now
 
-    def _check_action_space(self) -> None:
+    @classmethod
+    def check_env(cls, config: Config):
+        """Make one env and check its spaces suit this algorithm: (obs_space, action_space, ModelSpec).
+        Raises ValueError naming the env and the allowed spaces, before any worker starts."""
+        obs_space, action_space = env_spaces(config.env, config.env_config)
         try:
-            kind, _ = networks.action_layout(self.action_space)
+            kind, _ = networks.action_layout(action_space)
         except ValueError:
             kind = None
-        if kind not in self.action_kinds:
+        if kind not in cls.action_kinds:
             allowed = {"categorical": "Discrete", "multi_categorical": "MultiDiscrete", "gaussian": "Box (1-D float)"}
-            raise ValueError(f"{self.name} does not support the action space {self.action_space} of env "
-                             f"{env_name(self.config.env)!r}; allowed: {', '.join(allowed[k] for k in self.action_kinds)}")
+            raise ValueError(f"{cls.name} does not support the action space {action_space} of env "
+                             f"{env_name(config.env)!r}; allowed: {', '.join(allowed[k] for k in cls.action_kinds)}")
+        try:
+            spec = networks.spec_from_spaces(obs_space, action_space, config.model)
+        except ValueError as exc:
+            raise ValueError(f"{cls.name} cannot use env {env_name(config.env)!r}: {exc}") from None
+        return obs_space, action_space, spec
 
     def record_fragments(self, fragments: list[Fragment]) -> None:
         for fragment in fragments:

@@ -83,7 +83,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
 
 def _config_from_args(args: argparse.Namespace):
     from relayrl import tuned
-    from relayrl.algos import REGISTRY, config_class
+    from relayrl.algos import REGISTRY, algorithm_class, config_class
     from relayrl.envs import check_env_id
 
     if args.algo not in REGISTRY:
@@ -114,6 +114,7 @@ def _config_from_args(args: argparse.Namespace):
     config.update_from_dict({k: v for k, v in flags.items() if v is not None})
     config.reporting(log_dir=args.logdir or _default_logdir(args.algo, args.env))
     config.validate()
+    algorithm_class(args.algo).check_env(config)
     return config
 
 

@@ -189,6 +189,17 @@ class Config:
             raise ValueError(f"{type(self).__name__}: unknown key {key!r}{_did_you_mean(key, list(names))}; allowed: {', '.join(names)}")
         return names[key]
 
+    @classmethod
+    def from_tuned(cls, env_id: str) -> "Config":
+        """This algorithm's tuned defaults for `env_id` (relayrl/tuned/<algo>-<env>.yaml), env set.
+        Raises ValueError when no tuned file exists for the pair."""
+        from relayrl import tuned
+
+        fields, path = tuned.load(cls.algo_name, env_id)
+        if path is None:
+            raise ValueError(f"no tuned {cls.algo_name} config for {env_id!r}; available: {', '.join(tuned.available(cls.algo_name)) or 'none'}")
+        return cls().environment(env_id).update_from_dict(fields)
+
     def copy(self) -> "Config":
         return dataclasses.replace(self, env_config=dict(self.env_config), model=json.loads(json.dumps(self.model)))
 

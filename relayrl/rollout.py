@@ -74,6 +74,9 @@ class RolloutWorker:
     def set_weights(self, weights: list[np.ndarray], version: int) -> None:
         self.policy.set_weights(weights, version)
 
+    def get_weights(self) -> tuple[list[np.ndarray], int]:
+        return self.policy.get_weights(), self.policy.version
+
     def sample(self) -> Fragment:
         """Step all envs fragment_length times with one batched policy call per step.
 

@@ -24,3 +24,9 @@ def load(algo: str, env_id: str) -> tuple[dict, str | None]:
     with open(path) as fh:
         data = yaml.safe_load(fh) or {}
     return {k: v for k, v in data.items() if not k.startswith("_")}, path
+
+
+def available(algo: str) -> list[str]:
+    """Env ids with a tuned config for this algorithm."""
+    prefix = f"{algo}-"
+    return sorted(f[len(prefix):-len(".yaml")] for f in os.listdir(HERE) if f.startswith(prefix) and f.endswith(".yaml"))
