@@ -38,10 +38,14 @@ class Algorithm:
             tf_import.load_in_background()
         self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
                                     config.num_cpus_per_worker, config.address)
-        self._set_learner_threads()
-        self.learner = self.make_learner()  # traces the update while the actors start
-        self.learner.set_weights(initial_weights)
-        self.workers.wait_ready()
+        try:
+            self._configure_tensorflow()
+            self.learner = self.make_learner()  # traces the update while the actors start
+            self.learner.set_weights(initial_weights)
+            self.workers.wait_ready()
+        except BaseException:
+            self.workers.stop()  # never leave actors (or an embedded Ray) behind a failed build
+            raise
         self.weights_version = 0
         self.workers.sync_weights(initial_weights, self.weights_version)
         self.timers = Timers()
@@ -69,8 +73,23 @@ class Algorithm:
                                gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed)
 
     # ------------------------------------------------------------------ shared plumbing
-    def _set_learner_threads(self) -> None:
+    def _configure_tensorflow(self) -> None:
+        """Learner device and threads. num_gpus=0 hides GPUs so the learner runs where it was asked to;
+        num_gpus >= 1 needs that many visible GPUs."""
         tf = tf_import.load()
+        gpus = tf.config.list_physical_devices("GPU")
+        wanted = self.config.num_gpus
+        if wanted > 1:
+            raise ValueError(f"{type(self.config).__name__}.num_gpus = {wanted}: more than one learner GPU "
+                             f"(MirroredStrategy) is not supported yet; allowed: 0 or 1")
+        if wanted > len(gpus):
+            raise ValueError(f"{type(self.config).__name__}.num_gpus = {wanted} but TensorFlow sees "
+                             f"{len(gpus)} GPU(s) on this machine; allowed: 0..{len(gpus)}")
+        try:
+            if wanted == 0 and gpus:
+                tf.config.set_visible_devices([], "GPU")
+        except RuntimeError:
+            pass  # TensorFlow already initialised its devices in this process
         threads = self.config.learner_threads
         if threads == "auto":
             threads = 1 if self.spec.numpy_forward_ok else 0  # 0 = TensorFlow's default (all cores)

@@ -95,7 +95,10 @@ def _config_from_args(args: argparse.Namespace):
         import yaml
 
         with open(args.config) as fh:
-            file_fields = yaml.safe_load(fh) or {}
+            try:
+                file_fields = yaml.safe_load(fh) or {}
+            except yaml.YAMLError as exc:
+                raise ValueError(f"--config {args.config} is not valid YAML: {exc}") from None
         if not isinstance(file_fields, dict):
             raise ValueError(f"--config {args.config}: expected a mapping of field: value")
     config = config_class(args.algo)()  # imports TensorFlow
@@ -158,7 +161,7 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
         algo = config.build()
     except ValueError as exc:
         return _fail(EXIT_BAD_INPUT, str(exc))
-    time_to_solve = None
+    time_to_solve, result = None, None
     try:
         while True:
             result = algo.train()
@@ -173,6 +176,8 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
         algo.stop()
         return _fail(EXIT_FAILED, f"{type(exc).__name__}: {exc}")
     algo.stop()
+    if result is None:
+        return 130  # interrupted before the first iteration ended
     final = dict(result)
     final.update({"solved": time_to_solve is not None, "time_to_solve_s": time_to_solve,
                   "wall_time_s": time.time() - process_start, "log_dir": config.log_dir})

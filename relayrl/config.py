@@ -58,7 +58,7 @@ class Config:
     num_envs_per_worker: int = knob(8, "rollouts", C.integer(1), "vectorised envs stepped together by each worker")
     rollout_fragment_length: Any = knob("auto", "rollouts", C.auto_or(C.integer(1)), "steps per env per fragment; 'auto' = train_batch_size / (workers * envs)")
     # --- resources
-    num_gpus: float = knob(0, "resources", C.number(0), "GPUs for the learner (0 = CPU)")
+    num_gpus: float = knob(0, "resources", C.number(0), "GPUs for the learner (0 = CPU, hides GPUs from it; 1 = needs a visible GPU)")
     num_cpus_per_worker: float = knob(1, "resources", C.number(0, strict=True), "CPUs reserved per rollout worker actor")
     learner_threads: Any = knob("auto", "resources", C.auto_or(C.integer(1)), "TensorFlow intra-op threads of the learner; 'auto' = 1 for MLPs (small ops run fastest unthreaded), all cores for conv nets")
     address: Any = knob(None, "resources", C.optional(C.string()), "Ray address to join ('auto' or host:port); None starts an embedded Ray")

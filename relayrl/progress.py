@@ -33,10 +33,25 @@ class Progress:
                 f"reward {r['episode_reward_mean']:8.2f}  {r['env_steps_per_s']:>9,.0f} steps/s  {shares}")
 
     def summary(self, r: dict[str, Any]) -> None:
+        """The last iteration's line, then a table of the run (rich renders it; plain text off a TTY)."""
         if not self.enabled:
             return
+        from rich.console import Console
+        from rich.table import Table
+
         solved = f"solved in {r['time_to_solve_s']:.2f} s" if r.get("solved") else "not solved"
         print(self.line(r), file=sys.stderr)
-        print(f"relayrl: done: {r['training_iteration']} iterations, {r['timesteps_total']:,} steps, "
-              f"episode_reward_mean {r['episode_reward_mean']:.2f}, {solved}, wall {r['wall_time_s']:.2f} s",
-              file=sys.stderr, flush=True)
+        table = Table(title="relayrl run", show_header=False)
+        table.add_column("what")
+        table.add_column("value", overflow="fold")
+        rows = [
+            ("result", f"{solved}, episode_reward_mean {r['episode_reward_mean']:.2f}"),
+            ("iterations / env steps", f"{r['training_iteration']:,} / {r['timesteps_total']:,}"),
+            ("episodes", f"{r['episodes_total']:,}"),
+            ("training / wall time", f"{r['time_total_s']:.2f} s / {r['wall_time_s']:.2f} s"),
+            ("last iteration", " ".join(f"{k} {r.get(f'timers/{k}_s', 0.0) * 1e3:.1f} ms" for k in ("sample", "learn", "sync"))),
+            ("TensorBoard", r.get("log_dir") or "off"),
+        ]
+        for name, value in rows:
+            table.add_row(name, value)
+        Console(stderr=True).print(table)
