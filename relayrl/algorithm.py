@@ -13,7 +13,7 @@ import psutil
 from relayrl import networks, tf_import
 from relayrl.config import Config
 from relayrl.envs import env_name, env_spaces
-from relayrl.metrics import EpisodeStats, Timers
+from relayrl.metrics import EpisodeStats, Timers, WorkerStats
 from relayrl.rollout import SamplerSettings
 from relayrl.runtime import make_workers
 from relayrl.types import Fragment
@@ -37,7 +37,7 @@ class Algorithm:
 
             tf_import.load_in_background()
         self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
-                                    config.num_cpus_per_worker, config.address)
+                                    config.num_cpus_per_worker, config.address, config.dashboard)
         try:
             self._configure_tensorflow()
             self.learner = self.make_learner()  # traces the update while the actors start
@@ -50,6 +50,8 @@ class Algorithm:
         self.workers.sync_weights(initial_weights, self.weights_version)
         self.timers = Timers()
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
+        self.worker_stats = WorkerStats()
+        self._process = psutil.Process()
         self.iteration = 0
         self.timesteps_total = 0
         self.time_total_s = 0.0
@@ -119,8 +121,10 @@ class Algorithm:
         return obs_space, action_space, spec
 
     def record_fragments(self, fragments: list[Fragment]) -> None:
-        for fragment in fragments:
+        latencies = getattr(self.workers, "last_latencies_s", None) or [f.sample_time_s for f in fragments]
+        for fragment, latency in zip(fragments, latencies):
             self.episodes.add(fragment)
+            self.worker_stats.add(fragment, latency, self.weights_version)
             self.timesteps_total += fragment.env_steps
 
     def publish_weights(self) -> None:
@@ -146,13 +150,25 @@ class Algorithm:
             "env_steps_per_s": (self.timesteps_total - steps_before) / max(elapsed, 1e-9),
             "weights_version": self.weights_version,
             **{f"timers/{k}_s": v for k, v in timers.items()},
+            **{f"timers/{k}_frac": v / max(elapsed, 1e-9) for k, v in timers.items()},
             **{f"learner/{k}": v for k, v in learner_metrics.items()},
             "workers/healthy": self.workers.healthy(),
-            "memory/driver_rss_bytes": psutil.Process().memory_info().rss,
+            **self.worker_stats.pop(elapsed),
+            "memory/driver_rss_bytes": self._process.memory_info().rss,
+            "memory/object_store_bytes": self.workers.object_store_bytes(),
         }
         if self._logger is not None:
-            self._logger.log(result)
+            self._logger.log(result, histograms={"episode_reward_hist": self.episodes.pop_iteration_returns()})
         return result
+
+    @property
+    def dashboard_url(self) -> str | None:
+        """The Ray dashboard's URL when this algorithm started Ray with `dashboard=True`."""
+        if self.config.num_rollout_workers == 0:
+            return None
+        from relayrl.runtime.ray_workers import dashboard_url
+
+        return dashboard_url()
 
     def stop(self) -> None:
         self.workers.stop()

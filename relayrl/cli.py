@@ -24,26 +24,49 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, f"relayrl: error: {message}\n")
 
 
+def _add_run_args(p: argparse.ArgumentParser) -> None:
+    """Arguments every command that builds an algorithm takes."""
+    p.add_argument("algo", help="algorithm name, e.g. ppo")
+    p.add_argument("env", help="gymnasium env id, e.g. CartPole-v1")
+    p.add_argument("--envs-per-worker", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--config", default=None, help="YAML file of config fields")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config field (YAML value)")
+    p.add_argument("--address", default=None, help="Ray cluster address to join ('auto')")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="relayrl", description="Distributed deep RL with TensorFlow and Ray")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     t = sub.add_parser("train", help="train an agent")
-    t.add_argument("algo", help="algorithm name, e.g. ppo")
-    t.add_argument("env", help="gymnasium env id, e.g. CartPole-v1")
+    _add_run_args(t)
     t.add_argument("--workers", type=int, default=None, help="Ray rollout workers (0 = sample in this process)")
-    t.add_argument("--envs-per-worker", type=int, default=None)
-    t.add_argument("--seed", type=int, default=None)
     t.add_argument("--stop-reward", type=float, default=None)
     t.add_argument("--stop-timesteps", type=int, default=None)
     t.add_argument("--stop-iters", type=int, default=None)
     t.add_argument("--stop-time", type=float, default=None, help="seconds of training")
-    t.add_argument("--config", default=None, help="YAML file of config fields")
-    t.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config field (YAML value)")
     t.add_argument("--logdir", default=None, help="TensorBoard directory (default ~/relayrl_results/ALGO_ENV_TIME)")
-    t.add_argument("--address", default=None, help="Ray cluster address to join ('auto')")
+    t.add_argument("--dashboard", action="store_true", help="start the Ray dashboard on 127.0.0.1 (needs --workers >= 1)")
     t.add_argument("--json", action="store_true", help="last stdout line: the final result as one JSON object")
     t.add_argument("--quiet", action="store_true", help="no progress lines")
+    s = sub.add_parser("scale", help="env steps/s and time per iteration against the number of workers")
+    _add_run_args(s)
+    s.add_argument("--workers", type=_int_list, default=[1, 2, 4, 8], help="comma-separated worker counts, e.g. 1,2,4,8")
+    s.add_argument("--iterations", type=int, default=5, help="measured iterations per worker count (after one warm-up)")
+    s.add_argument("--cpus-per-worker", type=float, default=None,
+                   help="CPUs reserved per worker actor (default: 1, or less so that the largest count fits the cluster)")
+    s.add_argument("--out", default=None, help="directory for scale.csv and scale.png (default ./relayrl_scale/ALGO_ENV_TIME)")
     return parser
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError(f"expected worker counts >= 1, got {text!r}")
+    return sorted(set(values))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         config = _config_from_args(args)
     except (ValueError, OSError) as exc:
         return _fail(EXIT_BAD_INPUT, str(exc))
+    if args.command == "scale":
+        return _scale(args, config)
     return _train(args, config, process_start)
 
 
@@ -112,18 +137,47 @@ def _config_from_args(args: argparse.Namespace):
     if model is not None:
         config.update_from_dict({"model": {**config.model, **model}})
     config.update_from_dict(overrides)
-    flags = {"num_rollout_workers": args.workers, "num_envs_per_worker": args.envs_per_worker,
-             "seed": args.seed, "address": args.address}
+    flags = {"num_envs_per_worker": args.envs_per_worker, "seed": args.seed, "address": args.address}
+    if args.command == "train":
+        flags.update(num_rollout_workers=args.workers, dashboard=True if args.dashboard else None)
+        config.reporting(log_dir=args.logdir or _default_logdir(args.algo, args.env))
     config.update_from_dict({k: v for k, v in flags.items() if v is not None})
-    config.reporting(log_dir=args.logdir or _default_logdir(args.algo, args.env))
     config.validate()
     algorithm_class(args.algo).check_env(config)
     return config
 
 
+def _run_name(algo: str, env: str) -> str:
+    return f"{algo}_{env.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}_{os.getpid()}"
+
+
 def _default_logdir(algo: str, env: str) -> str:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return os.path.join(os.path.expanduser("~"), "relayrl_results", f"{algo}_{env}_{stamp}_{os.getpid()}")
+    return os.path.join(os.path.expanduser("~"), "relayrl_results", _run_name(algo, env))
+
+
+def _scale(args: argparse.Namespace, config) -> int:
+    from relayrl import scale
+
+    out = args.out or os.path.join("relayrl_scale", _run_name(args.algo, args.env))
+    largest = max(args.workers)
+
+    def make_config(workers: int):
+        from relayrl.runtime.ray_workers import cluster_cpus
+
+        cpus = args.cpus_per_worker or min(1.0, cluster_cpus() / largest)
+        return config.copy().update_from_dict({"num_rollout_workers": workers, "num_cpus_per_worker": cpus})
+
+    def report(line: str) -> None:
+        print(f"relayrl: {line}", file=sys.stderr, flush=True)
+
+    rows, best = scale.run(make_config, args.workers, args.iterations, out, f"relayrl scale {args.algo} {args.env}",
+                           config.address, report)
+    print(f"wrote {os.path.join(out, 'scale.csv')} and {os.path.join(out, 'scale.png')}")
+    why = (f"each worker past it adds < {scale.KNEE_GAIN:.0%} throughput" if best < rows[-1]["workers"]
+           else "throughput still grew at the largest count: try more workers")
+    print(f"recommended workers: {best} ({why}; {rows[-1]['workers']} workers ran at {rows[-1]['speedup']:.2f}x "
+          f"the throughput of {rows[0]['workers']})")
+    return 0
 
 
 def _stop_rules(args: argparse.Namespace) -> dict[str, float]:
@@ -150,6 +204,7 @@ def _should_stop(rules: dict[str, float], result: dict[str, Any]) -> bool:
 
 
 def _train(args: argparse.Namespace, config, process_start: float) -> int:
+    from relayrl.metrics import diagnose
     from relayrl.progress import Progress
     from relayrl.rollout import EnvError
 
@@ -161,10 +216,17 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
         algo = config.build()
     except ValueError as exc:
         return _fail(EXIT_BAD_INPUT, str(exc))
+    if algo.dashboard_url:
+        progress.note(f"Ray dashboard: {algo.dashboard_url} (token auth: see ~/.ray/auth_token)")
+    elif config.dashboard:
+        progress.note("no Ray dashboard: it needs --workers >= 1 and a Ray started by relayrl")
     time_to_solve, result = None, None
+    phase_totals = dict.fromkeys(("sample", "learn", "sync", "wait", "all"), 0.0)
     try:
         while True:
             result = algo.train()
+            for phase in phase_totals:
+                phase_totals[phase] += result["time_this_iter_s"] if phase == "all" else result[f"timers/{phase}_s"]
             if time_to_solve is None and "reward" in rules and result["episode_reward_mean"] >= rules["reward"]:
                 time_to_solve = time.time() - process_start
             progress.update(result)
@@ -179,8 +241,10 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
     if result is None:
         return 130  # interrupted before the first iteration ended
     final = dict(result)
+    shares = {k: v / max(phase_totals["all"], 1e-9) for k, v in phase_totals.items() if k != "all"}
     final.update({"solved": time_to_solve is not None, "time_to_solve_s": time_to_solve,
-                  "wall_time_s": time.time() - process_start, "log_dir": config.log_dir})
+                  "wall_time_s": time.time() - process_start, "log_dir": config.log_dir,
+                  **{f"run/{k}_frac": v for k, v in shares.items()}, "diagnosis": diagnose(shares)})
     progress.summary(final)
     if args.json:
         print(json.dumps({k: _jsonable(v) for k, v in final.items()}))

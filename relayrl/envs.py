@@ -7,11 +7,30 @@ reward 0). The sampler marks those reset steps invalid instead of learning from 
 from __future__ import annotations
 
 import difflib
+import time
 from typing import Any, Callable
 
 import gymnasium as gym
 
 EnvSpec = Any  # str id or callable(env_config) -> gym.Env
+
+
+class SlowCartPole(gym.Wrapper):
+    """CartPole whose step blocks for `delay_s` seconds: a stand-in for a slow simulator or a remote API,
+    where throughput comes from having many envs in flight, not from cores."""
+
+    def __init__(self, delay_s: float = 0.01, render_mode: str | None = None):
+        from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+        super().__init__(CartPoleEnv(render_mode=render_mode))
+        self.delay_s = delay_s
+
+    def step(self, action):
+        time.sleep(self.delay_s)
+        return self.env.step(action)
+
+
+gym.register(id="relayrl/SlowCartPole-v1", entry_point=SlowCartPole, max_episode_steps=500, reward_threshold=475.0)
 
 
 def check_env_id(env_id: str) -> None:

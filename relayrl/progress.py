@@ -49,9 +49,12 @@ class Progress:
             ("iterations / env steps", f"{r['training_iteration']:,} / {r['timesteps_total']:,}"),
             ("episodes", f"{r['episodes_total']:,}"),
             ("training / wall time", f"{r['time_total_s']:.2f} s / {r['wall_time_s']:.2f} s"),
+            ("time shares (run)", " ".join(f"{k} {r.get(f'run/{k}_frac', 0.0):.0%}" for k in ("sample", "learn", "sync"))),
             ("last iteration", " ".join(f"{k} {r.get(f'timers/{k}_s', 0.0) * 1e3:.1f} ms" for k in ("sample", "learn", "sync"))),
             ("TensorBoard", r.get("log_dir") or "off"),
         ]
         for name, value in rows:
             table.add_row(name, value)
-        Console(stderr=True).print(table)
+        console = Console(stderr=True)
+        console.print(table)
+        console.print(f"relayrl: {r['diagnosis']}", highlight=False)

@@ -83,7 +83,7 @@ class RolloutWorker:
         The loop body is kept to the policy call, env.step and array stores (it runs ~15k times a
         second): exploration noise is drawn per fragment, and validity, episode statistics, log-probs,
         values and advantages are computed afterwards on whole arrays."""
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         T, N = self.s.fragment_length, self.s.num_envs
         noise = self.policy.draw_noise(T, N)
         sample_step, env_actions, step, prep = self.policy.sample_step, self.policy.env_actions, self.env.step, self._prep
@@ -107,7 +107,7 @@ class RolloutWorker:
         data = self._postprocess(np.stack(obs_l), np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
         return Fragment(data=data, version=self.policy.version, worker_index=self.worker_index,
                         env_steps=int(valid.sum()), episode_returns=returns, episode_lengths=lengths,
-                        sample_time_s=time.perf_counter() - start)
+                        sample_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - cpu_start)
 
     def _episode_stats(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray):
         """Returns and lengths of the episodes that ended in this fragment; running sums carry over."""

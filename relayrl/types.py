@@ -17,7 +17,8 @@ class Fragment:
     env_steps: int
     episode_returns: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float32))
     episode_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    sample_time_s: float = 0.0
+    sample_time_s: float = 0.0  # wall time of the sample() call on the worker
+    cpu_time_s: float = 0.0  # CPU time the worker process used meanwhile (all its threads)
 
     def __len__(self) -> int:
         return len(next(iter(self.data.values()))) if self.data else 0

@@ -19,7 +19,12 @@ class LocalWorkers:
         self.worker.set_weights(weights, version)
 
     def sample(self) -> list[Fragment]:
-        return [self.worker.sample()]
+        fragment = self.worker.sample()
+        self.last_latencies_s = [fragment.sample_time_s]
+        return [fragment]
+
+    def object_store_bytes(self) -> int:
+        return 0  # no object store without Ray
 
     def healthy(self) -> int:
         return 1

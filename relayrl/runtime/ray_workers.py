@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 
 import numpy as np
 import ray
@@ -24,19 +25,43 @@ WORKER_ENV = {
 }
 
 
-def init_ray(address: str | None = None) -> bool:
-    """Start an embedded Ray (or join `address`) unless one is running; True if this call started it."""
+def init_ray(address: str | None = None, dashboard: bool = False) -> bool:
+    """Start an embedded Ray (or join `address`) unless one is running; True if this call started it.
+    The dashboard stays off unless asked for, and then listens on 127.0.0.1 only."""
     if ray.is_initialized():
         return False
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(
+    if address is not None:
+        extra: dict = {}  # joining a cluster: its head decides about the dashboard
+    elif dashboard:
+        extra = {"include_dashboard": True, "dashboard_host": "127.0.0.1"}
+    else:
+        extra = {"include_dashboard": False}
+    global _dashboard_url
+    context = ray.init(
         address=address,
-        include_dashboard=False,
         runtime_env={"env_vars": WORKER_ENV},
         logging_level=logging.ERROR,
         configure_logging=True,
+        **extra,
     )
+    url = getattr(context, "dashboard_url", None)
+    _dashboard_url = (url if url.startswith("http") else f"http://{url}") if url else None
     return True
+
+
+_dashboard_url: str | None = None
+
+
+def cluster_cpus() -> float:
+    """CPUs of the connected cluster (starts the embedded Ray if none is running)."""
+    init_ray()
+    return float(ray.cluster_resources().get("CPU", 1.0))
+
+
+def dashboard_url() -> str | None:
+    """http://host:port of the dashboard of the Ray this process started, or None."""
+    return _dashboard_url
 
 
 class RayRolloutWorker(RolloutWorker):
@@ -54,16 +79,19 @@ class RayRolloutWorker(RolloutWorker):
 
 
 class RayWorkers:
-    def __init__(self, settings: SamplerSettings, num_workers: int, num_cpus_per_worker: float, address: str | None):
-        self._owns_ray = init_ray(address)
+    def __init__(self, settings: SamplerSettings, num_workers: int, num_cpus_per_worker: float, address: str | None,
+                 dashboard: bool = False):
+        self._owns_ray = init_ray(address, dashboard)
         actor_cls = ray.remote(RayRolloutWorker)
         self.actors = [
-            actor_cls.options(num_cpus=num_cpus_per_worker, name=None).remote(settings, i + 1)
+            actor_cls.options(num_cpus=num_cpus_per_worker, scheduling_strategy="SPREAD").remote(settings, i + 1)
             for i in range(num_workers)
         ]
         self.num_workers = num_workers
         self._weights_ref = None
         self._version = -1
+        self.last_latencies_s: list[float] = []
+        self._gcs_state, self._store_bytes, self._store_checked_at = None, 0, float("-inf")
 
     def wait_ready(self) -> None:
         """Block until every actor is constructed (raises the constructor's error if one failed)."""
@@ -75,7 +103,31 @@ class RayWorkers:
         self._version = version
 
     def sample(self) -> list[Fragment]:
-        return ray.get([a.sample_with.remote([self._weights_ref], self._version) for a in self.actors])
+        """One fragment per worker; also records each call's round-trip latency (last_latencies_s)."""
+        start = time.perf_counter()
+        refs = [a.sample_with.remote([self._weights_ref], self._version) for a in self.actors]
+        finished: dict = {}
+        pending = list(refs)
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            finished[ready[0]] = time.perf_counter() - start
+        self.last_latencies_s = [finished[r] for r in refs]
+        return ray.get(refs)
+
+    def object_store_bytes(self) -> int:
+        """Bytes in the object store, asked of the raylet at most every 2 s (~4 ms per ask here)."""
+        now = time.monotonic()
+        if now - self._store_checked_at >= 2.0:
+            self._store_checked_at = now
+            try:  # Ray has no public API for this figure; degrade to the last value if the private one moves
+                from ray._private.internal_api import get_memory_info_reply, get_state_from_address
+
+                if self._gcs_state is None:
+                    self._gcs_state = get_state_from_address(ray.get_runtime_context().gcs_address)
+                self._store_bytes = int(get_memory_info_reply(self._gcs_state).store_stats.object_store_bytes_used)
+            except Exception:  # noqa: BLE001 - a metric must never stop training
+                pass
+        return self._store_bytes
 
     def healthy(self) -> int:
         return len(self.actors)
