@@ -1,9 +1,10 @@
 """Algorithm: built from a Config; `train()` runs one iteration and returns the flat result dict.
 
-Subclasses implement `training_step()` (sample -> update -> sync, a few lines) and `make_learner()`.
+Subclasses implement `training_step()` (sample -> update -> sync, a few lines) and `build_learner()`.
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, ClassVar
 
@@ -14,6 +15,7 @@ from relayrl import networks, tf_import
 from relayrl.config import Config
 from relayrl.envs import env_name, env_spaces
 from relayrl.metrics import EpisodeStats, Timers, WorkerStats
+from relayrl.placement import build_learner_here, resolve_placement
 from relayrl.rollout import SamplerSettings
 from relayrl.runtime import make_workers
 from relayrl.types import Fragment
@@ -30,7 +32,8 @@ class Algorithm:
         self.obs_space, self.action_space, self.spec = self.check_env(config)
         self.rng = np.random.default_rng(config.seed)
         initial_weights = networks.init_weights(self.spec, self.rng)
-        if config.num_rollout_workers > 0:
+        learner_on_driver = resolve_placement(config.learner_placement, config.num_gpus) == "driver"
+        if config.num_rollout_workers > 0 and learner_on_driver:
             # Start the Ray cluster and the TF-free worker actors while TensorFlow imports on another
             # thread (~2.5 s each on this machine). Ray is imported first: the two share dependencies.
             from relayrl.runtime import ray_workers  # noqa: F401
@@ -39,11 +42,12 @@ class Algorithm:
         self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
                                     config.num_cpus_per_worker, config.address, config.dashboard)
         try:
-            self._configure_tensorflow()
             self.learner = self.make_learner()  # traces the update while the actors start
             self.learner.set_weights(initial_weights)
             self.workers.wait_ready()
         except BaseException:
+            if hasattr(getattr(self, "learner", None), "stop"):
+                self.learner.stop()
             self.workers.stop()  # never leave actors (or an embedded Ray) behind a failed build
             raise
         self.weights_version = 0
@@ -62,7 +66,9 @@ class Algorithm:
             self._logger = TensorBoardLogger(config.log_dir)
 
     # ------------------------------------------------------------------ to implement
-    def make_learner(self):
+    @staticmethod
+    def build_learner(spec: networks.ModelSpec, config: Config, strategy=None):
+        """This algorithm's Learner (runs in whichever process hosts the learner)."""
         raise NotImplementedError
 
     def training_step(self) -> dict[str, float]:
@@ -75,31 +81,15 @@ class Algorithm:
                                gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed)
 
     # ------------------------------------------------------------------ shared plumbing
-    def _configure_tensorflow(self) -> None:
-        """Learner device and threads. num_gpus=0 hides GPUs so the learner runs where it was asked to;
-        num_gpus >= 1 needs that many visible GPUs."""
-        tf = tf_import.load()
-        gpus = tf.config.list_physical_devices("GPU")
-        wanted = self.config.num_gpus
-        if wanted > 1:
-            raise ValueError(f"{type(self.config).__name__}.num_gpus = {wanted}: more than one learner GPU "
-                             f"(MirroredStrategy) is not supported yet; allowed: 0 or 1")
-        if wanted > len(gpus):
-            raise ValueError(f"{type(self.config).__name__}.num_gpus = {wanted} but TensorFlow sees "
-                             f"{len(gpus)} GPU(s) on this machine; allowed: 0..{len(gpus)}")
-        try:
-            if wanted == 0 and gpus:
-                tf.config.set_visible_devices([], "GPU")
-        except RuntimeError:
-            pass  # TensorFlow already initialised its devices in this process
-        threads = self.config.learner_threads
-        if threads == "auto":
-            threads = 1 if self.spec.numpy_forward_ok else 0  # 0 = TensorFlow's default (all cores)
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(threads)
-            tf.config.threading.set_inter_op_parallelism_threads(min(threads, 2) if threads else 0)
-        except RuntimeError:
-            pass  # TensorFlow already ran ops in this process (a second algorithm): its pools are fixed now
+    def make_learner(self):
+        """The learner on the driver, or in a Ray actor that holds the GPUs (then the driver never imports TF)."""
+        c = self.config
+        factory = functools.partial(type(self).build_learner, self.spec, c)
+        if resolve_placement(c.learner_placement, c.num_gpus) == "actor":
+            from relayrl.runtime.ray_workers import RemoteLearner
+
+            return RemoteLearner(factory, c.num_gpus, c.learner_threads, self.spec.numpy_forward_ok, c.address)
+        return build_learner_here(factory, c.num_gpus, c.learner_threads, self.spec.numpy_forward_ok)
 
     @classmethod
     def check_env(cls, config: Config):
@@ -128,9 +118,14 @@ class Algorithm:
             self.timesteps_total += fragment.env_steps
 
     def publish_weights(self) -> None:
-        """New version out to the workers (one ray.put on the Ray runtime)."""
+        """New version out to the workers (one ray.put on the Ray runtime; a learner actor's weights go
+        straight from its process to the object store, never through the driver)."""
         self.weights_version += 1
-        self.workers.sync_weights(self.learner.get_weights(), self.weights_version)
+        weights_ref = getattr(self.learner, "weights_ref", None)
+        if weights_ref is not None and self.config.num_rollout_workers > 0:
+            self.workers.sync_weights_ref(weights_ref(), self.weights_version)
+        else:
+            self.workers.sync_weights(self.learner.get_weights(), self.weights_version)
 
     def train(self) -> dict[str, Any]:
         start = time.perf_counter()
@@ -171,6 +166,8 @@ class Algorithm:
         return dashboard_url()
 
     def stop(self) -> None:
+        if hasattr(self.learner, "stop"):
+            self.learner.stop()
         self.workers.stop()
         if self._logger is not None:
             self._logger.close()

@@ -60,6 +60,7 @@ class Config:
     # --- resources
     num_gpus: float = knob(0, "resources", C.number(0), "GPUs for the learner (0 = CPU, hides GPUs from it; 1 = needs a visible GPU)")
     num_cpus_per_worker: float = knob(1, "resources", C.number(0, strict=True), "CPUs reserved per rollout worker actor")
+    learner_placement: str = knob("auto", "resources", C.one_of("auto", "driver", "actor"), "where the learner runs: 'auto' = a Ray actor holding the GPUs when num_gpus > 0, else the driver")
     learner_threads: Any = knob("auto", "resources", C.auto_or(C.integer(1)), "TensorFlow intra-op threads of the learner; 'auto' = 1 for MLPs (small ops run fastest unthreaded), all cores for conv nets")
     dashboard: bool = knob(False, "resources", C.boolean(), "start the Ray dashboard (bound to 127.0.0.1) with the embedded Ray")
     address: Any = knob(None, "resources", C.optional(C.string()), "Ray address to join ('auto' or host:port); None starts an embedded Ray")

@@ -4,6 +4,10 @@
 single `tf.function` call: a call costs ~200 us here, a small PPO step well under 1 ms, so one call
 per minibatch would spend a large share of the update on call overhead. Side effects (metrics to
 numpy, schedules, counters) stay in Python around it.
+
+With a `tf.distribute` strategy (MirroredStrategy over several GPUs), each minibatch is split evenly
+across the replicas and their gradients are all-reduced (mean) before the same Adam step is applied to
+every replica's copy; without one, TensorFlow's default strategy runs the same code on one replica.
 """
 from __future__ import annotations
 
@@ -17,6 +21,9 @@ from relayrl.tf_import import tf
 
 # loss_fn(model, minibatch: dict[str, Tensor], hparams: dict[str, tf.Variable]) -> (loss, {name: scalar})
 LossFn = Callable[[ActorCritic, dict, dict], tuple]
+# prepare_fn(minibatch) -> minibatch: whole-minibatch transforms (e.g. advantage normalisation) that must
+# see every row before the minibatch is split across replicas.
+PrepareFn = Callable[[dict], dict]
 
 
 class Adam(tf.Module):
@@ -32,9 +39,13 @@ class Adam(tf.Module):
         self.m = [tf.Variable(tf.zeros_like(v), trainable=False, name="m") for v in variables]
         self.v = [tf.Variable(tf.zeros_like(v), trainable=False, name="v") for v in variables]
 
-    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable]) -> None:
+    def next_step_powers(self) -> tuple[tf.Tensor, tf.Tensor]:
+        """Advance the step counter (cross-replica) and return (beta1^t, beta2^t) for bias correction."""
         step = tf.cast(self.step.assign_add(1), tf.float32)
-        b1p, b2p = tf.pow(self.beta1, step), tf.pow(self.beta2, step)
+        return tf.pow(self.beta1, step), tf.pow(self.beta2, step)
+
+    def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable], b1p: tf.Tensor, b2p: tf.Tensor) -> None:
+        # In a replica context `.handle` is this replica's copy of a mirrored variable.
         for var, m, v, g in zip(variables, self.m, self.v, grads):
             tf.raw_ops.ResourceApplyAdam(
                 var=var.handle, m=m.handle, v=v.handle, beta1_power=b1p, beta2_power=b2p, lr=self.lr,
@@ -46,17 +57,24 @@ class Learner(tf.Module):
 
     def __init__(self, spec: ModelSpec, loss_fn: LossFn, metric_names: tuple[str, ...], lr: float,
                  grad_clip: float | None, hparams: dict[str, float], batch_spec: dict[str, tuple],
-                 minibatch_size: int, jit_compile: bool = False):
+                 minibatch_size: int, prepare_fn: PrepareFn | None = None, strategy=None,
+                 jit_compile: bool = False):
         super().__init__(name="learner")
         self.spec = spec
-        self.model = ActorCritic(spec)
-        self.variables_ = self.model.ordered_variables
-        self.optimizer = Adam(self.variables_, lr)
+        self.strategy = strategy or tf.distribute.get_strategy()
+        replicas = self.strategy.num_replicas_in_sync
+        if minibatch_size % replicas:
+            raise ValueError(f"sgd_minibatch_size = {minibatch_size} must divide evenly across {replicas} learner replicas")
+        with self.strategy.scope():
+            self.model = ActorCritic(spec)
+            self.variables_ = self.model.ordered_variables
+            self.optimizer = Adam(self.variables_, lr)
+            self.hparams = {k: tf.Variable(float(v), trainable=False, name=k) for k, v in hparams.items()}
         self.loss_fn = loss_fn
+        self.prepare_fn = prepare_fn
         self.metric_names = metric_names
         self.grad_clip = grad_clip
         self.jit_compile = jit_compile  # XLA: ~3x cheaper steps on small nets, ~1 s more to compile
-        self.hparams = {k: tf.Variable(float(v), trainable=False, name=k) for k, v in hparams.items()}
         self.minibatch_size = minibatch_size
         self._keys = sorted(batch_spec)
         self._update_fn = self._compile(batch_spec)  # traced now: before the first batch, while workers start
@@ -98,22 +116,39 @@ class Learner(tf.Module):
         fn = tf.function(self._run_steps, input_signature=sig, autograph=False, jit_compile=self.jit_compile)
         return fn.get_concrete_function()
 
-    def _sgd_step(self, minibatch: dict) -> tuple[tf.Tensor, tf.Tensor]:
+    def _replica_step(self, minibatch: dict, b1p: tf.Tensor, b2p: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        """One SGD step on this replica's slice of the minibatch, gradients averaged over replicas."""
+        ctx = tf.distribute.get_replica_context()
+        replicas = ctx.num_replicas_in_sync
+        if replicas > 1:
+            rows = self.minibatch_size // replicas
+            start = ctx.replica_id_in_sync_group * rows
+            minibatch = {key: t[start:start + rows] for key, t in minibatch.items()}
         with tf.GradientTape() as tape:
             loss, metrics = self.loss_fn(self.model, minibatch, self.hparams)
         grads = tape.gradient(loss, self.variables_)
+        metric_vec = tf.stack([tf.cast(metrics[n], tf.float32) for n in self.metric_names])
+        if replicas > 1:  # equal slices: the mean of slice gradients is the gradient of the minibatch mean
+            grads = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, grads)
+            metric_vec = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, metric_vec)
         gnorm = tf.linalg.global_norm(grads)
         if self.grad_clip is not None:
             grads, _ = tf.clip_by_global_norm(grads, self.grad_clip, use_norm=gnorm)
-        self.optimizer.apply(grads, self.variables_)
-        return tf.stack([tf.cast(metrics[n], tf.float32) for n in self.metric_names]), gnorm
+        self.optimizer.apply(grads, self.variables_, b1p, b2p)
+        return metric_vec, gnorm
 
     def _run_steps(self, columns: list, idx: tf.Tensor):
         batch = dict(zip(self._keys, columns))
 
         def body(k, sums, gnorm_sum):
             minibatch = {key: tf.gather(t, idx[k]) for key, t in batch.items()}
-            metrics, gnorm = self._sgd_step(minibatch)
+            if self.prepare_fn is not None:
+                minibatch = self.prepare_fn(minibatch)
+            b1p, b2p = self.optimizer.next_step_powers()
+            metrics, gnorm = self.strategy.run(self._replica_step, args=(minibatch, b1p, b2p))
+            # after the all-reduce every replica holds the same values: take the first
+            metrics = self.strategy.experimental_local_results(metrics)[0]
+            gnorm = self.strategy.experimental_local_results(gnorm)[0]
             return k + 1, sums + metrics, gnorm_sum + gnorm
 
         init = (tf.constant(0), tf.zeros(len(self.metric_names)), tf.constant(0.0))

@@ -41,14 +41,20 @@ class PPOConfig(Config):
 PPO_METRICS = ("total_loss", "policy_loss", "vf_loss", "entropy", "kl", "clip_frac")
 
 
+def ppo_prepare(mb: dict) -> dict:
+    """Per-minibatch advantage normalisation, over the whole minibatch (before any split across replicas)."""
+    adv = mb["advantages"]
+    return {**mb, "advantages": (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)}
+
+
 def ppo_loss(model, mb: dict, hp: dict) -> tuple[tf.Tensor, dict]:
-    """Clipped surrogate + value regression - entropy bonus on one minibatch of M rows."""
+    """Clipped surrogate + value regression - entropy bonus on one minibatch of M rows (advantages
+    already normalised by `ppo_prepare`)."""
     dist_inputs, values = model(mb["obs"])  # [M, D], [M]
     logp = tfd.log_prob(model.spec, dist_inputs, model.log_std, mb["actions"])  # [M]
     log_ratio = logp - mb["logp"]  # log pi_new(a|s) - log pi_behaviour(a|s)
     ratio = tf.exp(log_ratio)
     adv = mb["advantages"]
-    adv = (adv - tf.reduce_mean(adv)) / (tf.math.reduce_std(adv) + 1e-8)  # per-minibatch normalisation
     clip = hp["clip_param"]
     surrogate = tf.minimum(ratio * adv, tf.clip_by_value(ratio, 1.0 - clip, 1.0 + clip) * adv)
     policy_loss = -tf.reduce_mean(surrogate)
@@ -72,16 +78,16 @@ def ppo_loss(model, mb: dict, hp: dict) -> tuple[tf.Tensor, dict]:
 class PPO(Algorithm):
     name = "PPO"
 
-    def make_learner(self):
+    @staticmethod
+    def build_learner(spec, c: PPOConfig, strategy=None):
         from relayrl.learner import Learner
         from relayrl.rollout import batch_spec
 
-        c: PPOConfig = self.config
         hparams = {"clip_param": c.clip_param, "entropy_coeff": c.entropy_coeff, "vf_loss_coeff": c.vf_loss_coeff}
         if c.vf_clip_param is not None:
             hparams["vf_clip_param"] = c.vf_clip_param
-        return Learner(self.spec, ppo_loss, PPO_METRICS, c.lr, c.grad_clip, hparams, batch_spec(self.spec),
-                       c.sgd_minibatch_size)
+        return Learner(spec, ppo_loss, PPO_METRICS, c.lr, c.grad_clip, hparams, batch_spec(spec),
+                       c.sgd_minibatch_size, prepare_fn=ppo_prepare, strategy=strategy)
 
     def training_step(self) -> dict[str, float]:
         c: PPOConfig = self.config

@@ -99,7 +99,11 @@ class RayWorkers:
 
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
         # One ray.put per version; dropping the previous ref lets the object store free it.
-        self._weights_ref = ray.put(weights)
+        self.sync_weights_ref(ray.put(weights), version)
+
+    def sync_weights_ref(self, weights_ref: "ray.ObjectRef", version: int) -> None:
+        """Weights already in the object store (e.g. returned by a learner actor)."""
+        self._weights_ref = weights_ref
         self._version = version
 
     def sample(self) -> list[Fragment]:
@@ -139,3 +143,81 @@ class RayWorkers:
         self._weights_ref = None
         if self._owns_ray:
             ray.shutdown()
+
+
+class LearnerHost:
+    """Actor body: a Learner built inside this process (which may hold GPUs)."""
+
+    def __init__(self, factory, num_gpus: float, threads, mlp: bool):
+        from relayrl.placement import build_learner_here
+
+        self.learner = build_learner_here(factory, num_gpus, threads, mlp)
+
+    def update(self, batch: dict, minibatch_indices: np.ndarray) -> dict:
+        return self.learner.update(batch, minibatch_indices)
+
+    def get_weights(self) -> list[np.ndarray]:
+        return self.learner.get_weights()
+
+    def set_weights(self, weights: list[np.ndarray]) -> None:
+        self.learner.set_weights(weights)
+
+    def set_lr(self, lr: float) -> None:
+        self.learner.set_lr(lr)
+
+    def placement(self) -> dict:
+        """Where the learner's variables live and what this process can see (for checks and logs)."""
+        import os
+        import socket
+
+        from relayrl.tf_import import tf
+
+        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "host": socket.gethostname(),
+                "gpu_ids": ray.get_gpu_ids(), "visible_gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
+                "variable_devices": sorted({getattr(v, "value", v).device for v in self.learner.model.ordered_variables}),
+                "replicas": self.learner.strategy.num_replicas_in_sync}
+
+
+class RemoteLearner:
+    """The Learner interface over a Ray actor that holds the learner's GPUs (workers stay CPU-only).
+    It reserves no CPU: like the driver, it shares the machine with the workers."""
+
+    def __init__(self, factory, num_gpus: float, threads, mlp: bool, address: str | None = None):
+        self._owns_ray = init_ray(address)
+        self.actor = None
+        available = ray.cluster_resources().get("GPU", 0.0)
+        if num_gpus > available:
+            self.stop()
+            raise ValueError(f"num_gpus = {num_gpus} but the Ray cluster has {available:g} GPU(s); "
+                             f"allowed: 0..{available:g}")
+        host = ray.remote(LearnerHost).options(num_gpus=num_gpus, num_cpus=0)
+        self.actor = host.remote(factory, num_gpus, threads, mlp)
+        try:
+            self.placement = ray.get(self.actor.placement.remote())  # surfaces build errors now
+        except Exception:
+            self.stop()
+            raise
+
+    def update(self, batch: dict, minibatch_indices: np.ndarray) -> dict:
+        return ray.get(self.actor.update.remote(batch, minibatch_indices))
+
+    def get_weights(self) -> list[np.ndarray]:
+        return ray.get(self.actor.get_weights.remote())
+
+    def weights_ref(self) -> "ray.ObjectRef":
+        """The weights as an object in the store, written by the learner's process."""
+        return self.actor.get_weights.remote()
+
+    def set_weights(self, weights: list[np.ndarray]) -> None:
+        ray.get(self.actor.set_weights.remote(weights))
+
+    def set_lr(self, lr: float) -> None:
+        ray.get(self.actor.set_lr.remote(lr))
+
+    def stop(self) -> None:
+        if self.actor is not None:
+            ray.kill(self.actor)
+            self.actor = None
+        if self._owns_ray:
+            ray.shutdown()
+            self._owns_ray = False
