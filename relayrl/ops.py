@@ -47,3 +47,37 @@ def explained_variance(y_pred: np.ndarray, y_true: np.ndarray) -> float:
     """1 - Var[y_true - y_pred] / Var[y_true]; nan when y_true is constant."""
     var = np.var(y_true)
     return float("nan") if var == 0 else float(1.0 - np.var(y_true - y_pred) / var)
+
+
+def n_step_transitions(rewards: np.ndarray, terminated: np.ndarray, dones: np.ndarray, gamma: float, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """n-step returns over a fragment (all inputs [T, N]).
+
+    For each step t: R_t = sum_{k<m} gamma^k r_{t+k} over the m <= n steps up to the episode's end or the
+    fragment's end, the index of the observation to bootstrap from (t + m in the [T + 1, N] observation
+    array) and the bootstrap discount gamma^m, 0 when the episode terminated within those steps (a
+    truncated episode still bootstraps from its final observation). Returns (returns, next_index,
+    discounts), each [T, N]; rows of autoreset steps are meaningless (the caller drops them). A window
+    never crosses a done, so it never reaches the reset step that follows one.
+    """
+    T, N = rewards.shape
+    returns = np.zeros((T, N), np.float32)
+    discounts = np.zeros((T, N), np.float32)
+    next_index = np.zeros((T, N), np.int64)
+    for t in range(T):
+        acc = np.zeros(N, np.float32)
+        alive = np.ones(N, bool)  # still inside the episode (not past its last step)
+        scale = np.ones(N, np.float32)
+        steps = np.zeros(N, np.int64)
+        ended_by_termination = np.zeros(N, bool)
+        for k in range(n):
+            if t + k >= T:
+                break
+            acc += alive * scale * rewards[t + k]
+            steps += alive
+            ended_by_termination |= alive & terminated[t + k]
+            alive &= ~dones[t + k]
+            scale = scale * gamma
+        returns[t] = acc
+        next_index[t] = t + steps
+        discounts[t] = np.where(ended_by_termination, 0.0, gamma ** steps.astype(np.float32))
+    return returns, next_index, discounts
