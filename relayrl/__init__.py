@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "PPOConfig": ("relayrl.algos.ppo", "PPOConfig"),
     "PPO": ("relayrl.algos.ppo", "PPO"),
+    "DQNConfig": ("relayrl.algos.dqn", "DQNConfig"),
+    "DQN": ("relayrl.algos.dqn", "DQN"),
     "Algorithm": ("relayrl.algorithm", "Algorithm"),
     "Config": ("relayrl.config", "Config"),
 }

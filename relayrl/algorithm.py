@@ -26,6 +26,8 @@ class Algorithm:
 
     name: ClassVar[str] = ""
     action_kinds: ClassVar[tuple[str, ...]] = ("categorical", "multi_categorical", "gaussian")
+    action_space_hint: ClassVar[str] = ""  # appended to the unsupported-action-space error
+    continuous_head: ClassVar[str | None] = None  # policy head for Box actions (None: PPO's gaussian)
 
     def __init__(self, config: Config):
         self.config = config
@@ -78,7 +80,12 @@ class Algorithm:
         c = self.config
         return SamplerSettings(env=c.env, env_config=c.env_config, num_envs=c.num_envs_per_worker,
                                fragment_length=c.resolved_fragment_length(), spec=self.spec,
-                               gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed)
+                               gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed,
+                               **self.sampler_extras())
+
+    def sampler_extras(self) -> dict[str, Any]:
+        """Off-policy algorithms: {"postprocess": "transitions", "n_step": n, "explore": {...}}."""
+        return {}
 
     # ------------------------------------------------------------------ shared plumbing
     def make_learner(self):
@@ -103,9 +110,10 @@ class Algorithm:
         if kind not in cls.action_kinds:
             allowed = {"categorical": "Discrete", "multi_categorical": "MultiDiscrete", "gaussian": "Box (1-D float)"}
             raise ValueError(f"{cls.name} does not support the action space {action_space} of env "
-                             f"{env_name(config.env)!r}; allowed: {', '.join(allowed[k] for k in cls.action_kinds)}")
+                             f"{env_name(config.env)!r}; allowed: {', '.join(allowed[k] for k in cls.action_kinds)}"
+                             f"{cls.action_space_hint}")
         try:
-            spec = networks.spec_from_spaces(obs_space, action_space, config.model)
+            spec = networks.spec_from_spaces(obs_space, action_space, config.model, head=cls.continuous_head)
         except ValueError as exc:
             raise ValueError(f"{cls.name} cannot use env {env_name(config.env)!r}: {exc}") from None
         return obs_space, action_space, spec

@@ -16,19 +16,34 @@ def _splits(nvec: tuple) -> list[int]:
     return list(np.cumsum(nvec)[:-1])
 
 
+CONTINUOUS = ("gaussian", "squashed_gaussian", "deterministic")
+LOG_STD_MIN, LOG_STD_MAX = -20.0, 2.0  # SAC's clamp of the predicted log std
+
+
 def draw_noise(kind: str, shape: tuple, rng: np.random.Generator) -> np.ndarray:
     """Exploration noise for many steps at once (one RNG call per fragment instead of one per step):
-    Gumbel(0, 1) for categoricals (Gumbel-max sampling), N(0, 1) for gaussians. shape = (..., dist_dim)."""
-    if kind == "gaussian":
+    Gumbel(0, 1) for categoricals (Gumbel-max sampling), N(0, 1) for the continuous kinds.
+    shape = (..., width) with width the number of logits or action dimensions."""
+    if kind in CONTINUOUS:
         return rng.standard_normal(shape, dtype=np.float32)
     return -np.log(-np.log(rng.random(shape, dtype=np.float32) + 1e-20) + 1e-20)
 
 
 def sample(kind: str, nvec: tuple, dist_inputs: np.ndarray, log_std: np.ndarray | None,
            noise: np.ndarray | None) -> np.ndarray:
-    """Actions from dist inputs and pre-drawn noise (None = deterministic: argmax / mean)."""
+    """Actions from dist inputs and pre-drawn noise (None = deterministic: argmax / mean).
+    squashed_gaussian: dist_inputs = [mean, log_std], action tanh(mean + std * noise) in [-1, 1] (SAC);
+    deterministic: tanh(dist_inputs) + exp(log_std) * noise clipped to [-1, 1] (TD3's exploration)."""
     if kind == "gaussian":
         return dist_inputs if noise is None else dist_inputs + np.exp(log_std) * noise
+    if kind == "squashed_gaussian":
+        mean, log_std_out = np.split(dist_inputs, 2, axis=-1)
+        if noise is None:
+            return np.tanh(mean)
+        return np.tanh(mean + np.exp(np.clip(log_std_out, LOG_STD_MIN, LOG_STD_MAX)) * noise)
+    if kind == "deterministic":
+        action = np.tanh(dist_inputs)
+        return action if noise is None else np.clip(action + np.exp(log_std) * noise, -1.0, 1.0)
     if noise is not None:
         dist_inputs = dist_inputs + noise
     if kind == "categorical":

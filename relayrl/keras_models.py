@@ -48,12 +48,20 @@ class ActorCritic(tf.Module):
 
     def __call__(self, obs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         h = self.features(obs)
-        x, v = h, h
+        return self.head(obs, h), self.value(obs, h)
+
+    def head(self, obs: tf.Tensor, features: tf.Tensor | None = None) -> tf.Tensor:
+        """The policy branch alone: logits, means, or Q-values / advantages for DQN, [B, D]."""
+        x = self.features(obs) if features is None else features
         for layer in self.pi:
             x = _apply(layer, x)
+        return x
+
+    def value(self, obs: tf.Tensor, features: tf.Tensor | None = None) -> tf.Tensor:
+        v = self.features(obs) if features is None else features
         for layer in self.vf:
             v = _apply(layer, v)
-        return x, v[:, 0]
+        return v[:, 0]
 
     @property
     def ordered_variables(self) -> list[tf.Variable]:

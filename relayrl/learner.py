@@ -58,7 +58,12 @@ class Learner(tf.Module):
     def __init__(self, spec: ModelSpec, loss_fn: LossFn, metric_names: tuple[str, ...], lr: float,
                  grad_clip: float | None, hparams: dict[str, float], batch_spec: dict[str, tuple],
                  minibatch_size: int, prepare_fn: PrepareFn | None = None, strategy=None,
+                 model_fn: Callable[[ModelSpec], tf.Module] | None = None, row_output: str | None = None,
                  jit_compile: bool = False):
+        """model_fn(spec) builds the trained module (default: ActorCritic); it exposes `ordered_variables`
+        (what the optimiser updates), get/set_weights, and may define `after_step(step)` (e.g. target-network
+        updates), run after every SGD step. row_output names a per-row [M] loss output (e.g. TD errors for
+        replay priorities) returned as `last_rows` [K, M] after each update."""
         super().__init__(name="learner")
         self.spec = spec
         self.strategy = strategy or tf.distribute.get_strategy()
@@ -66,7 +71,7 @@ class Learner(tf.Module):
         if minibatch_size % replicas:
             raise ValueError(f"sgd_minibatch_size = {minibatch_size} must divide evenly across {replicas} learner replicas")
         with self.strategy.scope():
-            self.model = ActorCritic(spec)
+            self.model = (model_fn or ActorCritic)(spec)
             self.variables_ = self.model.ordered_variables
             self.optimizer = Adam(self.variables_, lr)
             self.hparams = {k: tf.Variable(float(v), trainable=False, name=k) for k, v in hparams.items()}
@@ -76,6 +81,8 @@ class Learner(tf.Module):
         self.grad_clip = grad_clip
         self.jit_compile = jit_compile  # XLA: ~3x cheaper steps on small nets, ~1 s more to compile
         self.minibatch_size = minibatch_size
+        self.row_output = row_output
+        self.last_rows: np.ndarray | None = None
         self._keys = sorted(batch_spec)
         self._update_fn = self._compile(batch_spec)  # traced now: before the first batch, while workers start
 
@@ -98,7 +105,8 @@ class Learner(tf.Module):
         if minibatch_indices.shape[1] != self.minibatch_size:
             raise ValueError(f"minibatch index rows have {minibatch_indices.shape[1]} entries, the update was "
                              f"compiled for {self.minibatch_size}")
-        sums, gnorm = self._update_fn([batch[k] for k in self._keys], minibatch_indices.astype(np.int32))
+        sums, gnorm, rows = self._update_fn([batch[k] for k in self._keys], minibatch_indices.astype(np.int32))
+        self.last_rows = rows.numpy() if self.row_output else None
         values = (sums.numpy() / max(len(minibatch_indices), 1)).tolist()
         out = dict(zip(self.metric_names, values))
         out["grad_gnorm"] = float(gnorm.numpy()) / max(len(minibatch_indices), 1)
@@ -116,7 +124,7 @@ class Learner(tf.Module):
         fn = tf.function(self._run_steps, input_signature=sig, autograph=False, jit_compile=self.jit_compile)
         return fn.get_concrete_function()
 
-    def _replica_step(self, minibatch: dict, b1p: tf.Tensor, b2p: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    def _replica_step(self, minibatch: dict, b1p: tf.Tensor, b2p: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """One SGD step on this replica's slice of the minibatch, gradients averaged over replicas."""
         ctx = tf.distribute.get_replica_context()
         replicas = ctx.num_replicas_in_sync
@@ -127,30 +135,41 @@ class Learner(tf.Module):
         with tf.GradientTape() as tape:
             loss, metrics = self.loss_fn(self.model, minibatch, self.hparams)
         grads = tape.gradient(loss, self.variables_)
+        # variables the loss does not use (e.g. DQN's value branch without dueling) get zero gradients
+        grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, self.variables_)]
         metric_vec = tf.stack([tf.cast(metrics[n], tf.float32) for n in self.metric_names])
+        rows = tf.cast(metrics[self.row_output], tf.float32) if self.row_output else tf.zeros(0)
         if replicas > 1:  # equal slices: the mean of slice gradients is the gradient of the minibatch mean
             grads = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, grads)
             metric_vec = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, metric_vec)
+            if self.row_output:
+                rows = ctx.all_gather(rows, axis=0)
         gnorm = tf.linalg.global_norm(grads)
         if self.grad_clip is not None:
             grads, _ = tf.clip_by_global_norm(grads, self.grad_clip, use_norm=gnorm)
         self.optimizer.apply(grads, self.variables_, b1p, b2p)
-        return metric_vec, gnorm
+        return metric_vec, gnorm, rows
 
     def _run_steps(self, columns: list, idx: tf.Tensor):
         batch = dict(zip(self._keys, columns))
 
-        def body(k, sums, gnorm_sum):
+        steps = tf.shape(idx)[0]
+        after_step = getattr(self.model, "after_step", None)
+
+        def body(k, sums, gnorm_sum, rows):
             minibatch = {key: tf.gather(t, idx[k]) for key, t in batch.items()}
             if self.prepare_fn is not None:
                 minibatch = self.prepare_fn(minibatch)
             b1p, b2p = self.optimizer.next_step_powers()
-            metrics, gnorm = self.strategy.run(self._replica_step, args=(minibatch, b1p, b2p))
+            metrics, gnorm, step_rows = self.strategy.run(self._replica_step, args=(minibatch, b1p, b2p))
             # after the all-reduce every replica holds the same values: take the first
-            metrics = self.strategy.experimental_local_results(metrics)[0]
-            gnorm = self.strategy.experimental_local_results(gnorm)[0]
-            return k + 1, sums + metrics, gnorm_sum + gnorm
+            local = self.strategy.experimental_local_results
+            metrics, gnorm, step_rows = local(metrics)[0], local(gnorm)[0], local(step_rows)[0]
+            if after_step is not None:
+                after_step(self.optimizer.step)
+            return k + 1, sums + metrics, gnorm_sum + gnorm, rows.write(k, step_rows)
 
-        init = (tf.constant(0), tf.zeros(len(self.metric_names)), tf.constant(0.0))
-        _, sums, gnorm_sum = tf.while_loop(lambda k, *_: k < tf.shape(idx)[0], body, init)
-        return sums, gnorm_sum
+        rows = tf.TensorArray(tf.float32, size=steps, element_shape=[self.minibatch_size] if self.row_output else [0])
+        init = (tf.constant(0), tf.zeros(len(self.metric_names)), tf.constant(0.0), rows)
+        _, sums, gnorm_sum, rows = tf.while_loop(lambda k, *_: k < steps, body, init)
+        return sums, gnorm_sum, rows.stack()

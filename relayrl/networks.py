@@ -40,8 +40,8 @@ class Layer:
 class ModelSpec:
     obs_kind: str  # "box" | "discrete" | "image"
     obs_shape: tuple  # network input shape for one observation (after one-hot / flatten)
-    action_kind: str  # "categorical" | "multi_categorical" | "gaussian"
-    action_nvec: tuple  # categorical sizes, or (action_dim,) for gaussian
+    action_kind: str  # "categorical" | "multi_categorical" | "gaussian" | "squashed_gaussian" | "deterministic"
+    action_nvec: tuple  # categorical sizes, or (action_dim,) for the continuous kinds
     torso: tuple
     pi: tuple
     vf: tuple
@@ -52,12 +52,21 @@ class ModelSpec:
 
     @property
     def dist_dim(self) -> int:
-        return int(sum(self.action_nvec))
+        """Width of the policy head: logits, means, or [means, log_stds] for the squashed gaussian."""
+        return int(sum(self.action_nvec)) * (2 if self.action_kind == "squashed_gaussian" else 1)
 
 
-def spec_from_spaces(obs_space: gym.Space, action_space: gym.Space, model: dict) -> ModelSpec:
+# Continuous heads an algorithm can ask for instead of PPO's diagonal gaussian with a free log_std:
+# SAC's tanh-squashed gaussian with state-dependent log_std, TD3's deterministic tanh policy.
+CONTINUOUS_HEADS = ("gaussian", "squashed_gaussian", "deterministic")
+
+
+def spec_from_spaces(obs_space: gym.Space, action_space: gym.Space, model: dict, head: str | None = None) -> ModelSpec:
     obs_kind, obs_shape = _obs_layout(obs_space)
     action_kind, nvec = action_layout(action_space)
+    if head is not None and action_kind == "gaussian":
+        assert head in CONTINUOUS_HEADS, head
+        action_kind = head
     act = model["fcnet_activation"]
     hiddens = list(model["fcnet_hiddens"])
     torso: list[Layer] = []
@@ -80,7 +89,7 @@ def spec_from_spaces(obs_space: gym.Space, action_space: gym.Space, model: dict)
     else:
         pi, pi_in = _dense_stack(width, hiddens, act)
         vf, vf_in = _dense_stack(width, hiddens, act)
-    dist_dim = int(sum(nvec))
+    dist_dim = int(sum(nvec)) * (2 if action_kind == "squashed_gaussian" else 1)
     pi.append(Layer("dense", (pi_in, dist_dim), None, 0.01))
     vf.append(Layer("dense", (vf_in, 1), None, 1.0))
     return ModelSpec(obs_kind, obs_shape, action_kind, nvec, tuple(torso), tuple(pi), tuple(vf))

@@ -13,7 +13,7 @@ import numpy as np
 
 from relayrl import ops
 from relayrl.envs import env_name, env_seed, make_vector_env
-from relayrl.networks import ModelSpec, preprocess_obs
+from relayrl.networks import CONTINUOUS_HEADS, ModelSpec, preprocess_obs
 from relayrl.policy import Policy
 from relayrl.types import Fragment
 
@@ -30,21 +30,38 @@ class SamplerSettings:
     gamma: float = 0.99
     lambda_: float = 1.0
     seed: int | None = None
+    postprocess: str = "gae"  # "gae": on-policy rows with advantages; "transitions": n-step replay rows
+    n_step: int = 1
+    explore: dict | None = None  # Policy.set_explore settings; "apex_alpha" + "num_workers" spread epsilons
 
 
-def batch_spec(spec: ModelSpec) -> dict[str, tuple[tuple, type]]:
+def batch_spec(spec: ModelSpec, postprocess: str = "gae") -> dict[str, tuple[tuple, type]]:
     """Column name -> (per-row shape, dtype) of the fragments workers send: the learner compiles its
     update for exactly this at build time, before the first batch exists."""
     obs_dtype = np.uint8 if spec.obs_kind == "image" else np.float32
-    if spec.action_kind == "gaussian":
+    if spec.action_kind in CONTINUOUS_HEADS:
         action = ((spec.action_nvec[0],), np.float32)
     elif spec.action_kind == "multi_categorical":
         action = ((len(spec.action_nvec),), np.int64)
     else:
         action = ((), np.int64)
     scalar = ((), np.float32)
-    return {"obs": (tuple(spec.obs_shape), obs_dtype), "actions": action, "logp": scalar, "vf_preds": scalar,
-            "advantages": scalar, "value_targets": scalar}
+    obs = (tuple(spec.obs_shape), obs_dtype)
+    if postprocess == "transitions":
+        return {"obs": obs, "actions": action, "rewards": scalar, "next_obs": obs, "discounts": scalar}
+    return {"obs": obs, "actions": action, "logp": scalar, "vf_preds": scalar, "advantages": scalar,
+            "value_targets": scalar}
+
+
+def worker_explore(explore: dict | None, worker_index: int) -> dict:
+    """Per-worker exploration: Ape-X spreads epsilons as eps_i = eps^(1 + alpha * i / (N - 1)) over the
+    N workers (i = 0..N-1), so some workers act almost greedily while others keep exploring."""
+    explore = dict(explore or {})
+    alpha, n = explore.pop("apex_alpha", None), explore.pop("num_workers", None)
+    if alpha is not None and n and "epsilon" in explore:
+        i = max(worker_index - 1, 0)
+        explore["epsilon"] = explore["epsilon"] ** (1 + alpha * i / max(n - 1, 1))
+    return explore
 
 
 class EnvError(RuntimeError):
@@ -57,11 +74,12 @@ class RolloutWorker:
     def __init__(self, settings: SamplerSettings, worker_index: int = 0):
         self.s = settings
         self.worker_index = worker_index
-        self._batch_spec = batch_spec(settings.spec)
+        self._batch_spec = batch_spec(settings.spec, settings.postprocess)
         self.env = make_vector_env(settings.env, settings.env_config, settings.num_envs)
         seed = env_seed(settings.seed, worker_index)
         self.policy = Policy(settings.spec, self.env.single_action_space,
-                             seed=None if seed is None else seed + 7919)  # action noise stream != env stream
+                             seed=None if seed is None else seed + 7919,  # action noise stream != env stream
+                             explore=worker_explore(settings.explore, worker_index))
         raw_obs, _ = self.env.reset(seed=seed)
         self.obs = preprocess_obs(settings.spec, raw_obs)
         already_prepared = settings.spec.obs_kind == "box" and raw_obs.dtype == np.float32 and raw_obs.ndim == 2
@@ -73,6 +91,9 @@ class RolloutWorker:
 
     def set_weights(self, weights: list[np.ndarray], version: int) -> None:
         self.policy.set_weights(weights, version)
+
+    def set_explore(self, explore: dict) -> None:
+        self.policy.set_explore(explore)
 
     def get_weights(self) -> tuple[list[np.ndarray], int]:
         return self.policy.get_weights(), self.policy.version
@@ -104,7 +125,10 @@ class RolloutWorker:
         valid[1:] = ~dones[:-1]
         self.prev_done = dones[-1].copy()
         returns, lengths = self._episode_stats(rewards, dones, valid)
-        data = self._postprocess(np.stack(obs_l), np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
+        if self.s.postprocess == "transitions":
+            data = self._transitions(np.stack(obs_l), np.stack(act_l), rewards, terminated, dones, valid)
+        else:
+            data = self._postprocess(np.stack(obs_l), np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
         return Fragment(data=data, version=self.policy.version, worker_index=self.worker_index,
                         env_steps=int(valid.sum()), episode_returns=returns, episode_lengths=lengths,
                         sample_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - cpu_start)
@@ -140,6 +164,24 @@ class RolloutWorker:
             "vf_preds": values[:-1].reshape(-1)[keep],
             "advantages": adv.reshape(-1)[keep],
             "value_targets": (adv + values[:-1]).reshape(-1)[keep],
+        }
+        return {k: columns[k].astype(dtype, copy=False) for k, (_, dtype) in self._batch_spec.items()}
+
+    def _transitions(self, obs_buf, act_buf, rewards, terminated, dones, valid) -> dict[str, np.ndarray]:
+        """n-step replay rows (obs, action, discounted n-step reward, bootstrap obs, bootstrap discount);
+        the bootstrap obs of a truncated episode is its final observation, of a terminated one discounted to 0."""
+        T, N = rewards.shape
+        self._check_finite(obs_buf, "observation")
+        self._check_finite(rewards, "reward")
+        returns, next_index, discounts = ops.n_step_transitions(rewards, terminated, dones, self.s.gamma, self.s.n_step)
+        next_obs = obs_buf[next_index, np.arange(N)]  # [T, N, ...]
+        keep = valid.reshape(-1)
+        columns = {
+            "obs": obs_buf[:T].reshape(T * N, *obs_buf.shape[2:])[keep],
+            "actions": act_buf.reshape(T * N, *act_buf.shape[2:])[keep],
+            "rewards": returns.reshape(-1)[keep],
+            "next_obs": next_obs.reshape(T * N, *obs_buf.shape[2:])[keep],
+            "discounts": discounts.reshape(-1)[keep],
         }
         return {k: columns[k].astype(dtype, copy=False) for k, (_, dtype) in self._batch_spec.items()}
 

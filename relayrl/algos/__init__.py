@@ -6,6 +6,7 @@ import importlib
 
 REGISTRY = {
     "ppo": ("relayrl.algos.ppo", "PPOConfig", "PPO"),
+    "dqn": ("relayrl.algos.dqn", "DQNConfig", "DQN"),
 }
 
 

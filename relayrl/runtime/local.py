@@ -18,7 +18,9 @@ class LocalWorkers:
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
         self.worker.set_weights(weights, version)
 
-    def sample(self) -> list[Fragment]:
+    def sample(self, explore: dict | None = None) -> list[Fragment]:
+        if explore:
+            self.worker.set_explore(explore)
         fragment = self.worker.sample()
         self.last_latencies_s = [fragment.sample_time_s]
         return [fragment]

@@ -67,11 +67,13 @@ def dashboard_url() -> str | None:
 class RayRolloutWorker(RolloutWorker):
     """Actor wrapper: pulls the weights object only when the version changed."""
 
-    def sample_with(self, weights_box: list, version: int) -> Fragment:
+    def sample_with(self, weights_box: list, version: int, explore: dict | None = None) -> Fragment:
         if version != self.policy.version:
             # The ref arrives boxed in a list so Ray does not resolve it on every call; ray.get gives
             # zero-copy read-only arrays backed by the object store.
             self.set_weights(ray.get(weights_box[0]), version)
+        if explore:
+            self.set_explore(explore)
         return self.sample()
 
     def ping(self) -> int:
@@ -106,10 +108,11 @@ class RayWorkers:
         self._weights_ref = weights_ref
         self._version = version
 
-    def sample(self) -> list[Fragment]:
-        """One fragment per worker; also records each call's round-trip latency (last_latencies_s)."""
+    def sample(self, explore: dict | None = None) -> list[Fragment]:
+        """One fragment per worker; also records each call's round-trip latency (last_latencies_s).
+        `explore` (e.g. the current epsilon) is applied on every worker before it samples."""
         start = time.perf_counter()
-        refs = [a.sample_with.remote([self._weights_ref], self._version) for a in self.actors]
+        refs = [a.sample_with.remote([self._weights_ref], self._version, explore) for a in self.actors]
         finished: dict = {}
         pending = list(refs)
         while pending:
