@@ -15,6 +15,7 @@ _LAZY = {
     "PPO": ("relayrl.algos.ppo", "PPO"),
     "DQNConfig": ("relayrl.algos.dqn", "DQNConfig"),
     "DQN": ("relayrl.algos.dqn", "DQN"),
+    "QLearningConfig": ("relayrl.algos.qlearning", "QLearningConfig"),
     "Algorithm": ("relayrl.algorithm", "Algorithm"),
     "Config": ("relayrl.config", "Config"),
 }

@@ -28,6 +28,7 @@ class Algorithm:
     action_kinds: ClassVar[tuple[str, ...]] = ("categorical", "multi_categorical", "gaussian")
     action_space_hint: ClassVar[str] = ""  # appended to the unsupported-action-space error
     continuous_head: ClassVar[str | None] = None  # policy head for Box actions (None: PPO's gaussian)
+    uses_tensorflow: ClassVar[bool] = True  # tabular methods don't: no background TF import for them
 
     def __init__(self, config: Config):
         self.config = config
@@ -35,7 +36,7 @@ class Algorithm:
         self.rng = np.random.default_rng(config.seed)
         initial_weights = networks.init_weights(self.spec, self.rng)
         learner_on_driver = resolve_placement(config.learner_placement, config.num_gpus) == "driver"
-        if config.num_rollout_workers > 0 and learner_on_driver:
+        if config.num_rollout_workers > 0 and learner_on_driver and self.uses_tensorflow:
             # Start the Ray cluster and the TF-free worker actors while TensorFlow imports on another
             # thread (~2.5 s each on this machine). Ray is imported first: the two share dependencies.
             from relayrl.runtime import ray_workers  # noqa: F401
@@ -163,6 +164,13 @@ class Algorithm:
         if self._logger is not None:
             self._logger.log(result, histograms={"episode_reward_hist": self.episodes.pop_iteration_returns()})
         return result
+
+    def evaluate(self, num_episodes: int = 100, seed: int | None = None, explore: bool = False) -> dict[str, float]:
+        """Episodes with the current weights and deterministic actions (greedy / mean) on fresh envs here."""
+        from relayrl.evaluation import evaluate
+
+        return evaluate(self.config.env, self.config.env_config, self.spec, self.learner.get_weights(), num_episodes,
+                        seed=seed, explore=explore)
 
     @property
     def dashboard_url(self) -> str | None:

@@ -7,6 +7,7 @@ import importlib
 REGISTRY = {
     "ppo": ("relayrl.algos.ppo", "PPOConfig", "PPO"),
     "dqn": ("relayrl.algos.dqn", "DQNConfig", "DQN"),
+    "qlearning": ("relayrl.algos.qlearning", "QLearningConfig", "QLearning"),
 }
 
 

@@ -11,19 +11,19 @@ import numpy as np
 
 from relayrl import checks as C
 from relayrl.algorithm import Algorithm
-from relayrl.config import Config, knob
+from relayrl.algos.epsilon_greedy import EpsilonGreedyConfig
+from relayrl.config import knob
 from relayrl.ops import piecewise_linear
 from relayrl.replay import PrioritizedReplay, UniformReplay
 from relayrl.tf_import import tf
 
 
 @dataclass
-class DQNConfig(Config):
+class DQNConfig(EpsilonGreedyConfig):
     algo_name = "dqn"
 
     # shared fields with DQN's meaning and defaults
     train_batch_size: int = knob(64, "training", C.integer(1), "replay rows per gradient step")
-    rollout_fragment_length: Any = knob(4, "rollouts", C.integer(1), "env steps per env per iteration (then the learner trains)")
     lr: float = knob(1e-3, "training", C.number(0, strict=True), "learning rate")
     grad_clip: Any = knob(10.0, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
     # DQN's own
@@ -40,12 +40,6 @@ class DQNConfig(Config):
     prioritized_replay_alpha: float = knob(0.6, "training", C.number(0), "priority exponent alpha")
     prioritized_replay_beta: float = knob(0.4, "training", C.number(0, 1), "initial importance-sampling exponent (annealed to 1)")
     prioritized_replay_beta_timesteps: int = knob(100_000, "training", C.integer(1), "env steps over which beta anneals to 1")
-    exploration_initial_eps: float = knob(1.0, "training", C.number(0, 1), "epsilon at the start")
-    exploration_final_eps: float = knob(0.02, "training", C.number(0, 1), "epsilon after the schedule")
-    exploration_timesteps: int = knob(10_000, "training", C.integer(1), "env steps over which epsilon decays linearly")
-
-    def resolved_fragment_length(self) -> int:
-        return int(self.rollout_fragment_length)
 
     def validate(self) -> None:
         super().validate()
@@ -153,20 +147,15 @@ class DQN(Algorithm):
         c: DQNConfig = self.config
         return {"postprocess": "transitions", "n_step": c.n_step, "explore": {"epsilon": c.exploration_initial_eps}}
 
-    def epsilon(self) -> float:
-        c: DQNConfig = self.config
-        return piecewise_linear([[0, c.exploration_initial_eps], [c.exploration_timesteps, c.exploration_final_eps]],
-                                self.timesteps_total)
-
     def training_step(self) -> dict[str, float]:
         c: DQNConfig = self.config
         with self.timers("sample"):
-            fragments = self.workers.sample(explore={"epsilon": self.epsilon()})
+            fragments = self.workers.sample(explore={"epsilon": c.epsilon_at(self.timesteps_total)})
         steps_before = self.timesteps_total
         self.record_fragments(fragments)
         for fragment in fragments:
             self.replay.add(fragment.data)
-        metrics: dict[str, float] = {"epsilon": self.epsilon(), "replay_size": float(len(self.replay))}
+        metrics: dict[str, float] = {"epsilon": c.epsilon_at(self.timesteps_total), "replay_size": float(len(self.replay))}
         if self.timesteps_total < c.learning_starts:
             return metrics
         self._update_debt += c.replay_ratio * (self.timesteps_total - steps_before)

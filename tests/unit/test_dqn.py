@@ -91,3 +91,18 @@ def test_box_actions_are_refused_with_a_hint():
 
     with pytest.raises(ValueError, match="DQN does not support the action space Box.*use sac or td3"):
         DQN.check_env(DQNConfig().environment("Pendulum-v1"))
+
+
+def test_q_table_update_by_hand():
+    from relayrl.algos.qlearning import QTable
+
+    table = QTable(n_states=3, n_actions=2, lr=0.5, gamma=0.9)
+    table.q[2] = [1.0, 4.0]
+    eye = np.eye(3, dtype=np.float32)
+    batch = {"obs": eye[[0, 0]], "next_obs": eye[[2, 1]], "actions": np.array([1, 1]),
+             "rewards": np.array([1.0, 0.0], np.float32), "discounts": np.array([0.9, 0.0], np.float32)}
+    table.update(batch)
+    # first: Q(0,1) += 0.5 * (1 + 0.9 * max(1, 4) - 0) = 0.5 * 4.6 = 2.3
+    # second (terminal, in order): Q(0,1) += 0.5 * (0 + 0 - 2.3) = -1.15 -> 1.15
+    assert table.q[0, 1] == pytest.approx(1.15)
+    assert table.get_weights()[0][0, 1] == pytest.approx(1.15)
