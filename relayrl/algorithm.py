@@ -126,6 +126,13 @@ class Algorithm:
             self.worker_stats.add(fragment, latency, self.weights_version)
             self.timesteps_total += fragment.env_steps
 
+    def apply_lr_schedule(self) -> None:
+        """Follow config.lr_schedule (piecewise linear in env steps) when one is set."""
+        if self.config.lr_schedule:
+            from relayrl.ops import piecewise_linear
+
+            self.learner.set_lr(piecewise_linear(self.config.lr_schedule, self.timesteps_total))
+
     def publish_weights(self) -> None:
         """New version out to the workers (one ray.put on the Ray runtime; a learner actor's weights go
         straight from its process to the object store, never through the driver)."""

@@ -164,6 +164,7 @@ class DQN(Algorithm):
             return metrics
         self._update_debt -= num_updates
         with self.timers("learn"):
+            self.apply_lr_schedule()
             metrics.update(self._learn(num_updates))
         with self.timers("sync"):
             self.publish_weights()

@@ -96,8 +96,7 @@ class PPO(Algorithm):
         self.record_fragments(fragments)
         batch = concat_fragments(fragments)
         with self.timers("learn"):
-            if c.lr_schedule:
-                self.learner.set_lr(ops.piecewise_linear(c.lr_schedule, self.timesteps_total))
+            self.apply_lr_schedule()
             metrics = self.learner.update(batch, self._minibatch_indices(len(batch["obs"])))
             metrics["explained_variance"] = ops.explained_variance(batch["vf_preds"], batch["value_targets"])
         with self.timers("sync"):
