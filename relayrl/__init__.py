@@ -16,6 +16,7 @@ _LAZY = {
     "DQNConfig": ("relayrl.algos.dqn", "DQNConfig"),
     "DQN": ("relayrl.algos.dqn", "DQN"),
     "QLearningConfig": ("relayrl.algos.qlearning", "QLearningConfig"),
+    "ApeXConfig": ("relayrl.algos.apex", "ApeXConfig"),
     "Algorithm": ("relayrl.algorithm", "Algorithm"),
     "Config": ("relayrl.config", "Config"),
 }

@@ -43,7 +43,7 @@ class Algorithm:
 
             tf_import.load_in_background()
         self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
-                                    config.num_cpus_per_worker, config.address, config.dashboard)
+                                    config.num_cpus_per_worker, config.address, config.dashboard, self.worker_class())
         try:
             self.learner = self.make_learner()  # traces the update while the actors start
             self.learner.set_weights(initial_weights)
@@ -83,6 +83,10 @@ class Algorithm:
                                fragment_length=c.resolved_fragment_length(), spec=self.spec,
                                gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed,
                                **self.sampler_extras())
+
+    def worker_class(self) -> type | None:
+        """The Ray actor class of the rollout workers (None: the standard RayRolloutWorker)."""
+        return None
 
     def sampler_extras(self) -> dict[str, Any]:
         """Off-policy algorithms: {"postprocess": "transitions", "n_step": n, "explore": {...}}."""

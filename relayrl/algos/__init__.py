@@ -8,6 +8,7 @@ REGISTRY = {
     "ppo": ("relayrl.algos.ppo", "PPOConfig", "PPO"),
     "dqn": ("relayrl.algos.dqn", "DQNConfig", "DQN"),
     "qlearning": ("relayrl.algos.qlearning", "QLearningConfig", "QLearning"),
+    "apex": ("relayrl.algos.apex", "ApeXConfig", "ApeX"),
 }
 
 

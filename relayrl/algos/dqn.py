@@ -36,13 +36,30 @@ class DQNConfig(EpsilonGreedyConfig):
     dueling: bool = knob(True, "training", C.boolean(), "dueling value/advantage heads")
     n_step: int = knob(1, "training", C.integer(1), "steps of reward before bootstrapping")
     huber_delta: float = knob(1.0, "training", C.number(0, strict=True), "Huber loss threshold on the TD error")
+    replay_backend: str = knob("memory", "training", C.one_of("memory", "redis"), "where replay lives: this process's memory, or a Redis server (outlives the learner)")
+    redis_address: str = knob("127.0.0.1:6379", "training", C.string(), "host:port of the Redis server (replay_backend='redis')")
+    redis_password: Any = knob(None, "training", C.optional(C.string()), "Redis password; None reads RELAYRL_REDIS_PASSWORD (a password is required)")
+    redis_key_prefix: str = knob("relayrl", "training", C.string(), "key prefix of this run's replay in Redis (reuse it to resume)")
+    redis_appendonly: Any = knob(None, "training", C.optional(C.boolean()), "turn Redis AOF persistence on/off (None = leave the server's setting)")
     prioritized_replay: bool = knob(False, "training", C.boolean(), "proportional prioritised replay")
     prioritized_replay_alpha: float = knob(0.6, "training", C.number(0), "priority exponent alpha")
     prioritized_replay_beta: float = knob(0.4, "training", C.number(0, 1), "initial importance-sampling exponent (annealed to 1)")
     prioritized_replay_beta_timesteps: int = knob(100_000, "training", C.integer(1), "env steps over which beta anneals to 1")
 
+    def redis_password_resolved(self) -> str | None:
+        import os
+
+        return self.redis_password or os.environ.get("RELAYRL_REDIS_PASSWORD")
+
     def validate(self) -> None:
         super().validate()
+        if self.replay_backend == "redis":
+            if not self.redis_password_resolved():
+                raise ValueError(f"{type(self).__name__}.redis_password is not set: relayrl only talks to a Redis with "
+                                 f"a password; set redis_password or RELAYRL_REDIS_PASSWORD")
+            if self.prioritized_replay:
+                raise ValueError(f"{type(self).__name__}.prioritized_replay = True is invalid with replay_backend='redis': "
+                                 f"allowed: False (the Redis backend is uniform)")
         if self.train_batch_size > self.replay_buffer_capacity:
             raise ValueError(f"DQNConfig.train_batch_size = {self.train_batch_size} is invalid: allowed: at most "
                              f"replay_buffer_capacity ({self.replay_buffer_capacity})")
@@ -125,7 +142,12 @@ class DQN(Algorithm):
     def __init__(self, config: DQNConfig):
         super().__init__(config)
         c = config
-        if c.prioritized_replay:
+        if c.replay_backend == "redis":
+            from relayrl.replay.redis_replay import RedisReplay
+
+            self.replay = RedisReplay(c.redis_address, c.redis_password_resolved(), c.replay_buffer_capacity,
+                                      c.redis_key_prefix, seed=c.seed, appendonly=c.redis_appendonly)
+        elif c.prioritized_replay:
             self.replay = PrioritizedReplay(c.replay_buffer_capacity, c.prioritized_replay_alpha,
                                             c.prioritized_replay_beta, seed=c.seed)
         else:
@@ -155,8 +177,9 @@ class DQN(Algorithm):
         self.record_fragments(fragments)
         for fragment in fragments:
             self.replay.add(fragment.data)
-        metrics: dict[str, float] = {"epsilon": c.epsilon_at(self.timesteps_total), "replay_size": float(len(self.replay))}
-        if self.timesteps_total < c.learning_starts:
+        replay_size = len(self.replay)
+        metrics: dict[str, float] = {"epsilon": c.epsilon_at(self.timesteps_total), "replay_size": float(replay_size)}
+        if max(self.timesteps_total, replay_size) < c.learning_starts:  # stored experience counts when resuming
             return metrics
         self._update_debt += c.replay_ratio * (self.timesteps_total - steps_before)
         num_updates = int(self._update_debt)

@@ -5,11 +5,11 @@ from relayrl.rollout import SamplerSettings
 
 
 def make_workers(settings: SamplerSettings, num_workers: int, num_cpus_per_worker: float, address: str | None,
-                 dashboard: bool = False):
+                 dashboard: bool = False, worker_cls: type | None = None):
     if num_workers == 0:
         from relayrl.runtime.local import LocalWorkers
 
         return LocalWorkers(settings)
     from relayrl.runtime.ray_workers import RayWorkers
 
-    return RayWorkers(settings, num_workers, num_cpus_per_worker, address, dashboard)
+    return RayWorkers(settings, num_workers, num_cpus_per_worker, address, dashboard, worker_cls)

@@ -82,9 +82,9 @@ class RayRolloutWorker(RolloutWorker):
 
 class RayWorkers:
     def __init__(self, settings: SamplerSettings, num_workers: int, num_cpus_per_worker: float, address: str | None,
-                 dashboard: bool = False):
+                 dashboard: bool = False, worker_cls: type | None = None):
         self._owns_ray = init_ray(address, dashboard)
-        actor_cls = ray.remote(RayRolloutWorker)
+        actor_cls = ray.remote(worker_cls or RayRolloutWorker)
         self.actors = [
             actor_cls.options(num_cpus=num_cpus_per_worker, scheduling_strategy="SPREAD").remote(settings, i + 1)
             for i in range(num_workers)
@@ -102,6 +102,11 @@ class RayWorkers:
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
         # One ray.put per version; dropping the previous ref lets the object store free it.
         self.sync_weights_ref(ray.put(weights), version)
+
+    @property
+    def weights_ref(self) -> "ray.ObjectRef | None":
+        """The object-store reference of the latest published weights."""
+        return self._weights_ref
 
     def sync_weights_ref(self, weights_ref: "ray.ObjectRef", version: int) -> None:
         """Weights already in the object store (e.g. returned by a learner actor)."""

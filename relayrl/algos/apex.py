@@ -1,0 +1,98 @@
+"""Ape-X DQN (Horgan et al. 2018, arXiv:1803.00933): many workers, each acting with its own epsilon
+(eps_i = eps^(1 + alpha * i / (N - 1))), computing initial priorities and writing straight into sharded
+prioritised replay; a learner that never waits for workers (it only samples replay), sends priorities back
+asynchronously and publishes weights that workers pull every K fragments. Same loss as DQN."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from relayrl import checks as C
+from relayrl.algos.dqn import DQN, DQNConfig
+from relayrl.config import knob
+from relayrl.ops import piecewise_linear
+
+
+@dataclass
+class ApeXConfig(DQNConfig):
+    algo_name = "apex"
+
+    num_rollout_workers: int = knob(2, "rollouts", C.integer(1), "Ray rollout worker actors (Ape-X needs at least one)")
+    prioritized_replay: bool = knob(True, "training", C.boolean(), "proportional prioritised replay")
+    apex_epsilon: float = knob(0.4, "training", C.number(0, 1), "base epsilon of the per-worker schedule")
+    apex_alpha: float = knob(7.0, "training", C.number(0), "spread of the per-worker epsilons")
+    num_replay_shards: int = knob(2, "training", C.integer(1), "replay shard actors")
+    worker_cache_rows: int = knob(500, "training", C.integer(1), "rows a worker caches before uploading to its shard")
+    weights_pull_every: int = knob(4, "training", C.integer(1), "fragments a worker samples between weight pulls")
+    updates_per_iteration: int = knob(32, "training", C.integer(1), "gradient steps per learner call (one train() iteration)")
+
+    def validate(self) -> None:
+        super().validate()
+        if self.replay_backend != "memory":
+            raise ValueError(f"ApeXConfig.replay_backend = {self.replay_backend!r} is invalid: allowed: 'memory' "
+                             f"(Ape-X keeps its replay in sharded Ray actors)")
+        if self.num_rollout_workers < 1:
+            raise ValueError("ApeXConfig.num_rollout_workers = 0 is invalid: allowed: an integer >= 1 (Ape-X workers are Ray actors)")
+
+
+class ApeX(DQN):
+    name = "ApeX"
+
+    def __init__(self, config: ApeXConfig):
+        super().__init__(config)
+        from relayrl.runtime.replay_actors import AsyncSampling, ShardedReplay
+
+        c = config
+        self.replay = ShardedReplay(c.num_replay_shards, c.replay_buffer_capacity, c.prioritized_replay,
+                                    c.prioritized_replay_alpha, c.seed)
+        import ray
+
+        ray.get([actor.attach_replay.remote(self.replay.shards[i % c.num_replay_shards], c.worker_cache_rows,
+                                            c.weights_pull_every, c.dueling)
+                 for i, actor in enumerate(self.workers.actors)])
+        self.sampling = AsyncSampling(self.workers.actors, "sample_into_replay")
+        self.sampling.set_weights_ref(self.workers.weights_ref, self.weights_version)
+        self._rows_in_replay = 0
+
+    def worker_class(self):
+        from relayrl.runtime.replay_actors import ApexRolloutWorker
+
+        return ApexRolloutWorker
+
+    def sampler_extras(self) -> dict[str, Any]:
+        c: ApeXConfig = self.config
+        return {"postprocess": "transitions", "n_step": c.n_step,
+                "explore": {"epsilon": c.apex_epsilon, "apex_alpha": c.apex_alpha, "num_workers": c.num_rollout_workers}}
+
+    def publish_weights(self) -> None:
+        super().publish_weights()
+        self.sampling.set_weights_ref(self.workers.weights_ref, self.weights_version)
+
+    def training_step(self) -> dict[str, float]:
+        c: ApeXConfig = self.config
+        learning = self.timesteps_total >= c.learning_starts + c.worker_cache_rows * c.num_rollout_workers
+        with self.timers("wait" if not learning else "sample"):
+            # before learning starts there is nothing else to do than wait for data; after, never block
+            finished = self.sampling.harvest(block=not learning)
+        self.record_fragments(finished)
+        metrics: dict[str, float] = {"fragments_harvested": float(len(finished))}
+        if not learning:
+            return metrics
+        with self.timers("learn"):
+            self.apply_lr_schedule()
+            B, K = c.train_batch_size, c.updates_per_iteration
+            beta = piecewise_linear([[0, c.prioritized_replay_beta], [c.prioritized_replay_beta_timesteps, 1.0]],
+                                    self.timesteps_total)
+            batch = self.replay.sample(K * B, beta if c.prioritized_replay else None)
+            metrics.update(self.learner.update(batch, np.arange(K * B).reshape(K, B)))
+            if c.prioritized_replay:
+                self.replay.update_priorities(batch["shard"], batch["indices"], self.learner.last_rows.reshape(-1))
+        with self.timers("sync"):
+            self.publish_weights()
+        return metrics
+
+    def stop(self) -> None:
+        self.replay.stop()
+        super().stop()
