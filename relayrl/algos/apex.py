@@ -72,7 +72,7 @@ class ApeX(DQN):
 
     def training_step(self) -> dict[str, float]:
         c: ApeXConfig = self.config
-        learning = self.timesteps_total >= c.learning_starts + c.worker_cache_rows * c.num_rollout_workers
+        learning = self.timesteps_total >= c.learning_starts and self.replay.all_shards_filled(c.train_batch_size)
         with self.timers("wait" if not learning else "sample"):
             # before learning starts there is nothing else to do than wait for data; after, never block
             finished = self.sampling.harvest(block=not learning)

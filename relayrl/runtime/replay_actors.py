@@ -92,6 +92,12 @@ class ShardedReplay:
     def size(self) -> int:
         return int(sum(ray.get([s.size.remote() for s in self.shards])))
 
+    def all_shards_filled(self, min_rows: int = 1) -> bool:
+        """True once every shard holds min_rows (sampling asks every shard for its share)."""
+        if not getattr(self, "_filled", False):
+            self._filled = all(n >= min_rows for n in ray.get([s.size.remote() for s in self.shards]))
+        return self._filled
+
     def sample_async(self, n: int, beta: float | None = None) -> list:
         """Ask every non-empty shard for its share of n rows; resolve with `gather`."""
         share = int(np.ceil(n / len(self.shards)))

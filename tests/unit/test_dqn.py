@@ -106,3 +106,13 @@ def test_q_table_update_by_hand():
     # second (terminal, in order): Q(0,1) += 0.5 * (0 + 0 - 2.3) = -1.15 -> 1.15
     assert table.q[0, 1] == pytest.approx(1.15)
     assert table.get_weights()[0][0, 1] == pytest.approx(1.15)
+
+
+def test_apex_per_worker_epsilons():
+    from relayrl.rollout import worker_explore
+
+    explore = {"epsilon": 0.4, "apex_alpha": 7.0, "num_workers": 4}
+    # eps_i = 0.4 ** (1 + 7 * i / 3) for i = 0..3 (worker_index = i + 1)
+    got = [worker_explore(explore, w)["epsilon"] for w in (1, 2, 3, 4)]
+    np.testing.assert_allclose(got, [0.4 ** (1 + 7 * i / 3) for i in range(4)])
+    assert worker_explore({"epsilon": 0.3}, 5) == {"epsilon": 0.3}  # plain DQN: the same epsilon everywhere

@@ -1,0 +1,32 @@
+"""Ape-X on real Ray: per-worker epsilons, workers writing to sharded replay with initial priorities, a
+learner that trains without waiting for workers and sends priorities back."""
+import numpy as np
+import ray
+
+from relayrl import ApeXConfig
+
+
+def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
+    config = (ApeXConfig().environment("CartPole-v1")
+              .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=25)
+              .training(learning_starts=300, train_batch_size=32, updates_per_iteration=8, worker_cache_rows=100,
+                        num_replay_shards=2, apex_epsilon=0.4, apex_alpha=7.0).debugging(seed=0))
+    algo = config.build()
+    try:
+        epsilons = ray.get([a.__ray_call__.remote(lambda self: self.policy._epsilon) for a in algo.workers.actors])
+        np.testing.assert_allclose(sorted(epsilons, reverse=True), [0.4, 0.4 ** 8])
+        learned = 0
+        for _ in range(200):
+            result = algo.train()
+            learned += "learner/loss" in result
+            if learned >= 5:
+                break
+        assert learned >= 5 and np.isfinite(result["learner/loss"])
+        sizes = ray.get([s.size.remote() for s in algo.replay.shards])
+        assert all(n > 0 for n in sizes)
+        # priorities came back from the learner: the trees no longer hold only the initial priorities
+        totals = ray.get([s.__ray_call__.remote(lambda self: self.buffer.tree.total) for s in algo.replay.shards])
+        assert all(t > 0 for t in totals)
+        assert result["workers/policy_lag_mean"] >= 0
+    finally:
+        algo.stop()
