@@ -70,7 +70,8 @@ class Algorithm:
         c = self.config
         return SamplerSettings(env=c.env, env_config=c.env_config, num_envs=c.num_envs_per_worker,
                                fragment_length=c.resolved_fragment_length(), spec=self.spec,
-                               gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed)
+                               gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed,
+                               num_env_threads=c.num_env_threads)
 
     # ------------------------------------------------------------------ shared plumbing
     def _configure_tensorflow(self) -> None:

@@ -30,6 +30,7 @@ class SamplerSettings:
     gamma: float = 0.99
     lambda_: float = 1.0
     seed: int | None = None
+    num_env_threads: int = 0  # > 0: a ThreadedVectorEnv keeps that many slow envs stepping at once
 
 
 def batch_spec(spec: ModelSpec) -> dict[str, tuple[tuple, type]]:
@@ -58,7 +59,7 @@ class RolloutWorker:
         self.s = settings
         self.worker_index = worker_index
         self._batch_spec = batch_spec(settings.spec)
-        self.env = make_vector_env(settings.env, settings.env_config, settings.num_envs)
+        self.env = make_vector_env(settings.env, settings.env_config, settings.num_envs, settings.num_env_threads)
         seed = env_seed(settings.seed, worker_index)
         self.policy = Policy(settings.spec, self.env.single_action_space,
                              seed=None if seed is None else seed + 7919)  # action noise stream != env stream
