@@ -5,7 +5,7 @@ Subclasses implement `training_step()` (sample -> update -> sync, a few lines) a
 from __future__ import annotations
 
 import time
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 import psutil
@@ -25,7 +25,9 @@ class Algorithm:
     name: ClassVar[str] = ""
     action_kinds: ClassVar[tuple[str, ...]] = ("categorical", "multi_categorical", "gaussian")
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, workers_factory: Callable[[SamplerSettings], Any] | None = None):
+        """`workers_factory(settings)` replaces the local / Ray rollout workers with another runtime
+        (the policy server's external episodes); it needs sample / sync_weights / healthy / stop."""
         self.config = config
         self.obs_space, self.action_space, self.spec = self.check_env(config)
         self.rng = np.random.default_rng(config.seed)
@@ -36,8 +38,11 @@ class Algorithm:
             from relayrl.runtime import ray_workers  # noqa: F401
 
             tf_import.load_in_background()
-        self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
-                                    config.num_cpus_per_worker, config.address)
+        if workers_factory is None:
+            self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
+                                        config.num_cpus_per_worker, config.address)
+        else:
+            self.workers = workers_factory(self.sampler_settings())
         try:
             self._configure_tensorflow()
             self.learner = self.make_learner()  # traces the update while the actors start

@@ -43,12 +43,15 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--address", default=None, help="Ray cluster address to join ('auto')")
     t.add_argument("--json", action="store_true", help="last stdout line: the final result as one JSON object")
     t.add_argument("--quiet", action="store_true", help="no progress lines")
+    __import__("relayrl.serve_cli").serve_cli.register(sub)  # `relayrl serve`: its own module, its own handler
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     process_start = psutil.Process().create_time()
     args = build_parser().parse_args(argv)
+    if getattr(args, "handler", None) is not None:  # subcommands registered from their own modules
+        return args.handler(args)
     try:
         config = _config_from_args(args)
     except (ValueError, OSError) as exc:
