@@ -185,7 +185,7 @@ class ExternalEpisodes:
 
     def status(self) -> dict:
         return {"open_episodes": len(self._episodes), "complete_steps_waiting": self._complete_steps,
-                "weights_version": self.batcher.policy.version, "inference_batches": self.batcher.batches,
+                "served_weights_version": self.batcher.policy.version, "inference_batches": self.batcher.batches,
                 "inference_requests": self.batcher.requests}
 
     def sample(self) -> list[Fragment]:
