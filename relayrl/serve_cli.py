@@ -8,6 +8,7 @@ last stdout line is the final result. A shared-secret token is read from $RELAYR
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import signal
@@ -50,13 +51,16 @@ def _build_config(args: argparse.Namespace):
         raise ValueError(f"unknown algorithm {args.algo!r}; allowed: {', '.join(sorted(REGISTRY))}")
     if args.port < 0 or args.port > 65535:
         raise ValueError(f"--port {args.port}: allowed 0..65535")
+    module, _, env_id = args.env.rpartition(":")
+    if module:  # module:EnvId, gymnasium's convention: the module registers the env when imported
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ValueError(f"--env {args.env!r}: cannot import {module!r} ({exc})") from None
     codec = resolve_callable(args.codec)() if args.codec else None
-    try:
-        check_env_id(args.env)
-    except ModuleNotFoundError as exc:
-        raise ValueError(f"--env {args.env!r}: {exc}") from None
-    config = config_class(args.algo)().environment(args.env)
-    config.update_from_dict(tuned.load(args.algo, args.env.split(":")[-1])[0])
+    check_env_id(env_id)
+    config = config_class(args.algo)().environment(env_id)
+    config.update_from_dict(tuned.load(args.algo, env_id)[0])
     if args.config:
         import yaml
 
