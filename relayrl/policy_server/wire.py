@@ -87,8 +87,8 @@ class SpaceCodec:
                                        f"got {_short(value)}") from None
         if array.shape != space.shape:
             raise RequestError(status, f"{what} has shape {array.shape}, expected {space.shape} for {space}")
-        if not np.isfinite(array).all():
-            raise RequestError(status, f"{what} contains NaN or Inf")
+        if not np.isfinite(array).all() or not np.isfinite(array.astype(space.dtype, copy=False)).all():
+            raise RequestError(status, f"{what} contains NaN or Inf (or a value too large for {space.dtype})")
         if np.issubdtype(space.dtype, np.integer):
             if not ((array >= space.low).all() and (array <= space.high).all() and (array == np.round(array)).all()):
                 raise RequestError(status, f"{what} must hold integers in [{space.low.min()}, {space.high.max()}] for {space}")

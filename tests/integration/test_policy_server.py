@@ -47,5 +47,7 @@ def test_four_client_processes_train_ppo_on_cartpole_to_400(tmp_path):
                 p.kill()
     assert server.returncode == 0, err.read_text()[-2000:]
     final = json.loads(out.strip().splitlines()[-1])
+    print(f"\nserver final: reward {final['episode_reward_mean']:.1f} after {final['timesteps_total']} steps, "
+          f"{final['training_iteration']} iterations, {final['wall_time_s']:.1f} s")
     assert final["episode_reward_mean"] >= 400, final
     assert final["weights_version"] == final["training_iteration"] > 0
