@@ -51,3 +51,20 @@ def test_four_client_processes_train_ppo_on_cartpole_to_400(tmp_path):
           f"{final['training_iteration']} iterations, {final['wall_time_s']:.1f} s")
     assert final["episode_reward_mean"] >= 400, final
     assert final["weights_version"] == final["training_iteration"] > 0
+
+
+@pytest.mark.parametrize("args,message", [
+    (["serve", "dqnn", "--env", "CartPole-v1"], "unknown algorithm 'dqnn'; allowed: ppo"),
+    (["serve", "ppo", "--env", "CartPole-v1", "--port", "70000"], "--port 70000: allowed 0..65535"),
+    (["serve", "ppo", "--env", "CartPol-v1"], "unknown environment id 'CartPol-v1'"),
+    (["serve", "ppo", "--env", "no_such_module:X-v0"], "cannot import 'no_such_module'"),
+    (["serve", "ppo", "--env", "text_commands:TextCommands-v0"], "is Text: pass a codec"),
+])
+def test_serve_bad_input_is_one_line_on_stderr_and_exit_2(args, message):
+    env = dict(ENV, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'examples'}")
+    proc = subprocess.run([sys.executable, "-m", "relayrl.cli", *args], capture_output=True, text=True, timeout=120,
+                          env=env, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("relayrl")]
+    assert len(lines) == 1 and message in lines[0], proc.stderr
+    assert "Traceback" not in proc.stderr
