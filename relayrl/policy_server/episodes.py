@@ -138,6 +138,7 @@ class _Episode:
         self.open: list | None = None  # [x, action, logp, value, reward so far, version]
         self.busy = False  # a request of this episode is being answered
         self.ep_return, self.ep_length = 0.0, 0
+        self.last_seen = time.monotonic()
 
     def close_open(self, next_value: float, terminated: bool, done: bool) -> int:
         if self.open is None:
@@ -154,9 +155,12 @@ class ExternalEpisodes:
     num_workers = 0
 
     def __init__(self, spec: ModelSpec, action_space: gym.Space, train_batch_size: int, gamma: float,
-                 lambda_: float, seed: int | None = None, max_episodes: int = 10_000, max_wait_s: float = 0.002):
+                 lambda_: float, seed: int | None = None, max_episodes: int = 10_000, max_wait_s: float = 0.002,
+                 idle_timeout_s: float = 600.0):
         self.spec, self.train_batch_size, self.gamma, self.lambda_ = spec, train_batch_size, gamma, lambda_
-        self.max_episodes = max_episodes
+        self.max_episodes, self.idle_timeout_s = max_episodes, idle_timeout_s
+        self.expired = 0
+        self._last_sweep = time.monotonic()
         self._batch_spec = batch_spec(spec)
         self._cond = threading.Condition()
         self._episodes: dict[str, _Episode] = {}
@@ -184,7 +188,8 @@ class ExternalEpisodes:
         self.batcher.stop()
 
     def status(self) -> dict:
-        return {"open_episodes": len(self._episodes), "complete_steps_waiting": self._complete_steps,
+        return {"open_episodes": len(self._episodes), "expired_episodes": self.expired,
+                "complete_steps_waiting": self._complete_steps,
                 "served_weights_version": self.batcher.policy.version, "inference_batches": self.batcher.batches,
                 "inference_requests": self.batcher.requests}
 
@@ -229,6 +234,7 @@ class ExternalEpisodes:
     # ------------------------------------------------------------------ requests (HTTP handler threads)
     def start_episode(self, episode_id: str | None = None) -> str:
         with self._cond:
+            self._expire_idle()
             if len(self._episodes) >= self.max_episodes:
                 raise RequestError(503, f"{len(self._episodes)} episodes are open (the server's limit): end some first")
             episode_id = episode_id or uuid.uuid4().hex
@@ -275,6 +281,21 @@ class ExternalEpisodes:
                 self._returns.append(ep.ep_return)
                 self._lengths.append(ep.ep_length)
 
+    def _expire_idle(self) -> None:
+        """Drop episodes whose client went silent for idle_timeout_s (a crashed simulator): they would
+        hold memory and make every inference batch wait for a request that never comes. Their complete
+        steps are still learned from; the step awaiting an outcome is discarded."""
+        now = time.monotonic()
+        if now - self._last_sweep < min(1.0, self.idle_timeout_s):
+            return
+        self._last_sweep = now
+        for episode_id, ep in list(self._episodes.items()):
+            if not ep.busy and now - ep.last_seen > self.idle_timeout_s:
+                del self._episodes[episode_id]
+                self.expired += 1
+                if ep.steps:
+                    self._ended.append(ep)
+
     def _claim(self, episode_id: str, reward: float | None) -> _Episode:
         """The open episode, marked busy (one request per episode at a time), with `reward` added."""
         ep = self._episodes.get(episode_id)
@@ -288,6 +309,7 @@ class ExternalEpisodes:
             ep.open[4] += reward
             ep.ep_return += reward
         ep.busy = True
+        ep.last_seen = time.monotonic()
         return ep
 
     def _complete(self, n: int) -> None:

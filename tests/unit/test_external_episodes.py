@@ -1,11 +1,15 @@
 """ExternalEpisodes (the policy server's runtime) builds the same advantages as a naive per-episode
 GAE loop: terminated ends the return, truncated bootstraps from V(final obs), and a cut in the
 middle of an open episode bootstraps from V(next obs) and keeps the open step for later."""
+import time
+
 import numpy as np
+import pytest
 
 from relayrl import networks
 from relayrl.config import DEFAULT_MODEL
 from relayrl.policy_server.episodes import ExternalEpisodes
+from relayrl.policy_server.wire import RequestError
 from tests.fakes import CountdownEnv
 from tests.unit.test_rollout import GAMMA, LAM, C, episode_advantages
 
@@ -50,4 +54,19 @@ def test_fragment_advantages_match_naive_gae():
     # the open step of c completes on its next action and goes into the next fragment
     episodes.end_episode(c, np.full(1, 3.0, np.float32), truncated=False)
     assert episodes.status()["complete_steps_waiting"] == 1 and episodes.status()["open_episodes"] == 0
+    episodes.stop()
+
+
+def test_silent_episodes_expire_and_keep_their_complete_steps():
+    episodes = constant_value_episodes(train_batch_size=100)
+    episodes.idle_timeout_s = 0.01
+    a = episodes.start_episode("a")
+    play(episodes, a, 2)  # 1 complete step + 1 awaiting its outcome
+    time.sleep(0.05)
+    episodes.start_episode("b")  # the sweep runs here
+    status = episodes.status()
+    assert status["open_episodes"] == 1 and status["expired_episodes"] == 1
+    with pytest.raises(RequestError, match="unknown episode_id 'a'") as info:
+        episodes.get_action(a, np.zeros(1, np.float32))
+    assert info.value.status == 404
     episodes.stop()
