@@ -1,12 +1,13 @@
 """Slow (I/O-bound) envs: one worker with many envs in flight against one env stepped sequentially.
 
-    python benchmarks/concurrent_envs.py [--latency 0.05] [--envs 32] [--seconds 5]
+    python benchmarks/concurrent_envs.py [--latency 0.05] [--jitter 0] [--envs 32] [--seconds 5]
 
 sequential: one SlowApiEnv (CartPole dynamics, every step waits `latency` s) stepped in a loop with
             random actions: the most one blocking env can do (<= 1 / latency steps/s).
 threaded:   RolloutWorker.sample() over `envs` SlowApiEnvs with num_env_threads = envs: numpy policy,
             log-probs, values and GAE included; counts the env steps kept in the fragments.
-Prints steps/s of both and the ratio, with the cores this process may use.
+Prints steps/s of both and the ratio, with the cores this process may use. With --jitter the threaded
+worker's lock-step vector step waits for the slowest of its envs each step, so its gain shrinks.
 """
 from __future__ import annotations
 
@@ -61,12 +62,13 @@ def main() -> None:
     p.add_argument("--latency", type=float, default=0.05)
     p.add_argument("--envs", type=int, default=32)
     p.add_argument("--seconds", type=float, default=5.0)
+    p.add_argument("--jitter", type=float, default=0.0, help="extra uniform wait in [0, jitter) s per step")
     args = p.parse_args()
-    env_config = {"env_id": "CartPole-v1", "latency_s": args.latency}
+    env_config = {"env_id": "CartPole-v1", "latency_s": args.latency, "jitter_s": args.jitter}
     seq = sequential_steps_per_s(env_config, args.seconds)
     thr = threaded_steps_per_s(env_config, args.envs, args.seconds)
     cores = len(os.sched_getaffinity(0))
-    print(f"cores available: {cores}; env step latency {args.latency * 1000:.0f} ms")
+    print(f"cores available: {cores}; env step latency {args.latency * 1000:.0f} ms + U[0, {args.jitter * 1000:.0f}) ms")
     print(f"sequential, 1 env:                      {seq:8.1f} steps/s")
     print(f"threaded, 1 worker, {args.envs} envs in flight:   {thr:8.1f} steps/s")
     print(f"ratio threaded / sequential:            {thr / seq:8.1f}x")

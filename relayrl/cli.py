@@ -43,7 +43,9 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--address", default=None, help="Ray cluster address to join ('auto')")
     t.add_argument("--json", action="store_true", help="last stdout line: the final result as one JSON object")
     t.add_argument("--quiet", action="store_true", help="no progress lines")
-    __import__("relayrl.serve_cli").serve_cli.register(sub)  # `relayrl serve`: its own module, its own handler
+    from relayrl import serve_cli  # `relayrl serve`: its own module and handler (args.handler)
+
+    serve_cli.register(sub)
     return parser
 
 
