@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 import numpy as np
 import psutil
@@ -30,7 +30,9 @@ class Algorithm:
     continuous_head: ClassVar[str | None] = None  # policy head for Box actions (None: PPO's gaussian)
     uses_tensorflow: ClassVar[bool] = True  # tabular methods don't: no background TF import for them
 
-    def __init__(self, config: Config):
+    def __init__(self, config: Config, workers_factory: Callable[[SamplerSettings], Any] | None = None):
+        """`workers_factory(settings)` replaces the local / Ray rollout workers with another runtime
+        (the policy server's external episodes); it needs sample / sync_weights / healthy / stop."""
         self.config = config
         self.obs_space, self.action_space, self.spec = self.check_env(config)
         self.rng = np.random.default_rng(config.seed)
@@ -42,8 +44,11 @@ class Algorithm:
             from relayrl.runtime import ray_workers  # noqa: F401
 
             tf_import.load_in_background()
-        self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
-                                    config.num_cpus_per_worker, config.address, config.dashboard, self.worker_class())
+        if workers_factory is None:
+            self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
+                                        config.num_cpus_per_worker, config.address, config.dashboard, self.worker_class())
+        else:
+            self.workers = workers_factory(self.sampler_settings())
         try:
             self.learner = self.make_learner()  # traces the update while the actors start
             self.learner.set_weights(initial_weights)
@@ -82,7 +87,7 @@ class Algorithm:
         return SamplerSettings(env=c.env, env_config=c.env_config, num_envs=c.num_envs_per_worker,
                                fragment_length=c.resolved_fragment_length(), spec=self.spec,
                                gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed,
-                               **self.sampler_extras())
+                               num_env_threads=c.num_env_threads, **self.sampler_extras())
 
     def worker_class(self) -> type | None:
         """The Ray actor class of the rollout workers (None: the standard RayRolloutWorker)."""

@@ -6,6 +6,7 @@ line to stderr and exits 2, before TensorFlow or Ray start where it can.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import math
 import os
@@ -56,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--cpus-per-worker", type=float, default=None,
                    help="CPUs reserved per worker actor (default: 1, or less so that the largest count fits the cluster)")
     s.add_argument("--out", default=None, help="directory for scale.csv and scale.png (default ./relayrl_scale/ALGO_ENV_TIME)")
+    from relayrl import serve_cli  # `relayrl serve`: its own module and handler (args.handler)
+
+    serve_cli.register(sub)
     return parser
 
 
@@ -72,6 +76,8 @@ def _int_list(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     process_start = psutil.Process().create_time()
     args = build_parser().parse_args(argv)
+    if getattr(args, "handler", None) is not None:  # subcommands registered from their own modules
+        return args.handler(args)
     try:
         config = _config_from_args(args)
     except (ValueError, OSError) as exc:
@@ -112,7 +118,9 @@ def _config_from_args(args: argparse.Namespace):
     from relayrl.envs import check_env_id
 
     if args.algo not in REGISTRY:
-        raise ValueError(f"unknown algorithm {args.algo!r}; allowed: {', '.join(sorted(REGISTRY))}")
+        close = difflib.get_close_matches(args.algo, list(REGISTRY), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown algorithm {args.algo!r}{hint}; allowed: {', '.join(sorted(REGISTRY))}")
     check_env_id(args.env)
     overrides = parse_set(args.set)
     file_fields: dict = {}

@@ -33,6 +33,7 @@ class SamplerSettings:
     postprocess: str = "gae"  # "gae": on-policy rows with advantages; "transitions": n-step replay rows
     n_step: int = 1
     explore: dict | None = None  # Policy.set_explore settings; "apex_alpha" + "num_workers" spread epsilons
+    num_env_threads: int = 0  # > 0: a ThreadedVectorEnv keeps that many slow envs stepping at once
 
 
 def batch_spec(spec: ModelSpec, postprocess: str = "gae") -> dict[str, tuple[tuple, type]]:
@@ -75,7 +76,7 @@ class RolloutWorker:
         self.s = settings
         self.worker_index = worker_index
         self._batch_spec = batch_spec(settings.spec, settings.postprocess)
-        self.env = make_vector_env(settings.env, settings.env_config, settings.num_envs)
+        self.env = make_vector_env(settings.env, settings.env_config, settings.num_envs, settings.num_env_threads)
         seed = env_seed(settings.seed, worker_index)
         self.policy = Policy(settings.spec, self.env.single_action_space,
                              seed=None if seed is None else seed + 7919,  # action noise stream != env stream

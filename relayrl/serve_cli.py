@@ -1,0 +1,124 @@
+"""`relayrl serve ALGO --env ENV_ID`: train ALGO from external simulators that call in over HTTP.
+
+The env id (or `module:EnvId`, imported first) only supplies the observation and action spaces.
+Config comes from the tuned file for (ALGO, env), then --config, then --set, as for `relayrl train`.
+The URL served on is printed to stderr as `relayrl: serving ALGO on http://HOST:PORT`; with --json the
+last stdout line is the final result. A shared-secret token is read from $RELAYRL_SERVER_TOKEN.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import signal
+import sys
+import time
+
+from relayrl.policy_server.client import TOKEN_ENV
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the `serve` subcommand (cli.py calls this; `args.handler` runs it)."""
+    s = sub.add_parser("serve", help="serve a policy to external simulators over HTTP and train it")
+    s.add_argument("algo", help="algorithm name, e.g. ppo")
+    s.add_argument("--env", required=True, help="gymnasium env id whose spaces the clients use (module:EnvId imports module)")
+    s.add_argument("--config", default=None, help="YAML file of config fields")
+    s.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config field (YAML value)")
+    s.add_argument("--port", type=int, default=9900, help="TCP port (0 = any free port)")
+    s.add_argument("--host", default="127.0.0.1", help="address to bind; anything but loopback needs a token")
+    s.add_argument("--codec", default=None, metavar="MODULE:CLASS", help="TextCodec for Text observation / action spaces")
+    s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--batch-wait-ms", type=float, default=2.0, help="longest wait to batch inference requests")
+    s.add_argument("--stop-reward", type=float, default=None)
+    s.add_argument("--stop-timesteps", type=int, default=None)
+    s.add_argument("--stop-iters", type=int, default=None)
+    s.add_argument("--stop-time", type=float, default=None, help="seconds of serving")
+    s.add_argument("--logdir", default=None, help="TensorBoard directory (default: none)")
+    s.add_argument("--json", action="store_true", help="last stdout line: the final result as one JSON object")
+    s.add_argument("--quiet", action="store_true", help="no progress lines")
+    s.set_defaults(handler=run)
+
+
+# Algorithms whose training path takes the server's on-policy fragments (GAE columns)
+SERVABLE = ("ppo",)
+
+
+def _build_config(args: argparse.Namespace):
+    from relayrl import tuned
+    from relayrl.algos import REGISTRY, config_class
+    from relayrl.cli import parse_set
+    from relayrl.config import resolve_callable
+    from relayrl.envs import check_env_id
+
+    if args.algo not in SERVABLE:
+        kind = "cannot serve" if args.algo in REGISTRY else "unknown algorithm"
+        raise ValueError(f"{kind} {args.algo!r}; allowed: {', '.join(SERVABLE)} (on-policy episodes feed its GAE path)")
+    if args.port < 0 or args.port > 65535:
+        raise ValueError(f"--port {args.port}: allowed 0..65535")
+    module, _, env_id = args.env.rpartition(":")
+    if module:  # module:EnvId, gymnasium's convention: the module registers the env when imported
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise ValueError(f"--env {args.env!r}: cannot import {module!r} ({exc})") from None
+    codec = resolve_callable(args.codec)() if args.codec else None
+    check_env_id(env_id)
+    config = config_class(args.algo)().environment(env_id)
+    config.update_from_dict(tuned.load(args.algo, env_id)[0])
+    if args.config:
+        import yaml
+
+        with open(args.config) as fh:
+            config.update_from_dict(yaml.safe_load(fh) or {})
+    overrides = parse_set(args.set)
+    if "model" in overrides:
+        overrides["model"] = {**config.model, **overrides["model"]}
+    config.update_from_dict(overrides)
+    config.update_from_dict({"num_rollout_workers": 0, "seed": args.seed, "log_dir": args.logdir})
+    return config, codec
+
+
+def _interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run(args: argparse.Namespace) -> int:
+    from relayrl.cli import EXIT_BAD_INPUT, _fail, _jsonable, _should_stop
+    from relayrl.policy_server.episodes import ServerStopped
+    from relayrl.policy_server.serve import ServedAlgorithm
+    from relayrl.progress import Progress
+
+    start = time.time()
+    try:
+        config, codec = _build_config(args)
+        served = ServedAlgorithm(config, codec, args.host, args.port, os.environ.get(TOKEN_ENV) or None,
+                                 max_wait_s=args.batch_wait_ms / 1000.0).start()
+    except (ValueError, OSError) as exc:
+        return _fail(EXIT_BAD_INPUT, str(exc))
+    progress = Progress(enabled=not args.quiet)
+    print(f"relayrl: serving {args.algo} on {served.url} (spaces of {args.env})", file=sys.stderr, flush=True)
+    signal.signal(signal.SIGTERM, _interrupt)  # `kill` stops it as cleanly as Ctrl-C
+    rules = {k: v for k, v in {"reward": args.stop_reward, "timesteps": args.stop_timesteps,
+                               "iters": args.stop_iters, "time": args.stop_time}.items() if v is not None}
+    if "time" in rules:  # an idle server waits in train(): a timer ends that wait
+        import threading
+
+        timer = threading.Timer(rules["time"], served.episodes.stop)
+        timer.daemon = True  # must not keep the process alive once training stopped for another reason
+        timer.start()
+    result = None
+    try:
+        while True:
+            result = served.train()
+            progress.update(result)
+            if rules and _should_stop(rules, result):
+                break
+    except (KeyboardInterrupt, ServerStopped):
+        progress.note("stopping")
+    finally:
+        served.stop()
+    if args.json and result is not None:
+        final = dict(result, wall_time_s=time.time() - start, url=served.url)
+        print(json.dumps({k: _jsonable(v) for k, v in final.items()}))
+    return 0
