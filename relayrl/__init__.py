@@ -13,6 +13,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "PPOConfig": ("relayrl.algos.ppo", "PPOConfig"),
     "PPO": ("relayrl.algos.ppo", "PPO"),
+    "A2CConfig": ("relayrl.algos.a2c", "A2CConfig"),
+    "REINFORCEConfig": ("relayrl.algos.reinforce", "REINFORCEConfig"),
     "Algorithm": ("relayrl.algorithm", "Algorithm"),
     "Config": ("relayrl.config", "Config"),
 }

@@ -36,8 +36,7 @@ class Algorithm:
             from relayrl.runtime import ray_workers  # noqa: F401
 
             tf_import.load_in_background()
-        self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
-                                    config.num_cpus_per_worker, config.address)
+        self.workers = self.make_workers()
         try:
             self._configure_tensorflow()
             self.learner = self.make_learner()  # traces the update while the actors start
@@ -65,6 +64,11 @@ class Algorithm:
 
     def training_step(self) -> dict[str, float]:
         raise NotImplementedError
+
+    def make_workers(self):
+        """The worker fleet (local or Ray); asynchronous algorithms return their own fleet."""
+        c = self.config
+        return make_workers(self.sampler_settings(), c.num_rollout_workers, c.num_cpus_per_worker, c.address)
 
     def sampler_settings(self) -> SamplerSettings:
         c = self.config

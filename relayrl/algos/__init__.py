@@ -6,6 +6,8 @@ import importlib
 
 REGISTRY = {
     "ppo": ("relayrl.algos.ppo", "PPOConfig", "PPO"),
+    "a2c": ("relayrl.algos.a2c", "A2CConfig", "A2C"),
+    "reinforce": ("relayrl.algos.reinforce", "REINFORCEConfig", "REINFORCE"),
 }
 
 
