@@ -15,6 +15,8 @@ _LAZY = {
     "PPO": ("relayrl.algos.ppo", "PPO"),
     "A2CConfig": ("relayrl.algos.a2c", "A2CConfig"),
     "REINFORCEConfig": ("relayrl.algos.reinforce", "REINFORCEConfig"),
+    "IMPALAConfig": ("relayrl.algos.impala", "IMPALAConfig"),
+    "A3CConfig": ("relayrl.algos.a3c", "A3CConfig"),
     "Algorithm": ("relayrl.algorithm", "Algorithm"),
     "Config": ("relayrl.config", "Config"),
 }

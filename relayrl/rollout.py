@@ -30,6 +30,9 @@ class SamplerSettings:
     gamma: float = 0.99
     lambda_: float = 1.0
     seed: int | None = None
+    # "gae": flat rows with advantages (on-policy). "sequences": time-major [T, N] columns for learners that
+    # correct off-policy data themselves (IMPALA's V-trace): see RolloutWorker._sequences.
+    postprocess: str = "gae"
 
 
 def batch_spec(spec: ModelSpec) -> dict[str, tuple[tuple, type]]:
@@ -104,7 +107,8 @@ class RolloutWorker:
         valid[1:] = ~dones[:-1]
         self.prev_done = dones[-1].copy()
         returns, lengths = self._episode_stats(rewards, dones, valid)
-        data = self._postprocess(np.stack(obs_l), np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
+        post = self._sequences if self.s.postprocess == "sequences" else self._postprocess
+        data = post(np.stack(obs_l), np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
         return Fragment(data=data, version=self.policy.version, worker_index=self.worker_index,
                         env_steps=int(valid.sum()), episode_returns=returns, episode_lengths=lengths,
                         sample_time_s=time.perf_counter() - start)
@@ -142,6 +146,17 @@ class RolloutWorker:
             "value_targets": (adv + values[:-1]).reshape(-1)[keep],
         }
         return {k: columns[k].astype(dtype, copy=False) for k, (_, dtype) in self._batch_spec.items()}
+
+    def _sequences(self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid) -> dict[str, np.ndarray]:
+        """Time-major columns, reset steps kept and marked: obs [T+1, N, ...] (obs[t+1] is the final
+        observation when step t ended an episode), actions / behaviour logp / rewards / terminated / dones /
+        valid [T, N]. No value pass here: the learner evaluates its own, newer, network on them."""
+        T, N = rewards.shape
+        self._check_finite(obs_buf, "observation")
+        self._check_finite(rewards, "reward")
+        logp = self.policy.log_prob(dist_buf.reshape(T * N, -1), act_buf.reshape(T * N, *act_buf.shape[2:]))
+        return {"obs": obs_buf, "actions": act_buf, "logp": logp.astype(np.float32).reshape(T, N),
+                "rewards": rewards, "terminated": terminated, "dones": dones, "valid": valid}
 
     def _check_finite(self, array: np.ndarray, what: str) -> None:
         if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():

@@ -8,6 +8,8 @@ REGISTRY = {
     "ppo": ("relayrl.algos.ppo", "PPOConfig", "PPO"),
     "a2c": ("relayrl.algos.a2c", "A2CConfig", "A2C"),
     "reinforce": ("relayrl.algos.reinforce", "REINFORCEConfig", "REINFORCE"),
+    "impala": ("relayrl.algos.impala", "IMPALAConfig", "IMPALA"),
+    "a3c": ("relayrl.algos.a3c", "A3CConfig", "A3C"),
 }
 
 
