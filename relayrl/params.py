@@ -78,7 +78,13 @@ class WeightClient:
 
     def before_fragment(self) -> None:
         """Install newer weights if any (background) or pull now if this is the K-th fragment."""
-        if self._thread is not None:
+        if self.weights is None:  # nothing to sample with yet: wait for the first weights whatever the mode
+            got = self.fetch(self.version)
+            while got is None:
+                self._stop.wait(self.poll_s)
+                got = self.fetch(self.version)
+            self._install(*got)
+        elif self._thread is not None:
             with self._lock:
                 pending, self._pending = self._pending, None
             if pending is not None:
