@@ -31,7 +31,7 @@ class A3CConfig(Config):
     in_flight_per_worker: int = knob(2, "rollouts", C.integer(1), "worker steps queued per worker (2 keeps it busy while the driver collects)")
     # A3C's own defaults for shared fields
     num_rollout_workers: int = knob(2, "rollouts", C.integer(1), "Ray workers computing gradients (A3C needs at least 1)")
-    rollout_fragment_length: Any = knob(16, "rollouts", C.auto_or(C.integer(1)), "steps per env per fragment (one gradient each)")
+    rollout_fragment_length: Any = knob(8, "rollouts", C.auto_or(C.integer(1)), "steps per env per fragment (one gradient each)")
     num_envs_per_worker: int = knob(16, "rollouts", C.integer(1), "vectorised envs stepped together by each worker")
     train_batch_size: int = knob(2048, "training", C.integer(1), "env steps reported per training iteration (updates happen per fragment)")
     lr: float = knob(3e-3, "training", C.number(0, strict=True), "learning rate (of the parameter server's Adam)")
