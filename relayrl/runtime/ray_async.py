@@ -147,18 +147,27 @@ class A3CWorkers(_Fleet):
 
 # ---------------------------------------------------------------------------------- IMPALA
 class RayAsyncWorker(RolloutWorker):
-    """A sampling worker whose weights come from the ParameterServer through a WeightClient."""
+    """A sampling worker whose weights come through a WeightClient: from the newest version the driver
+    names on each call (no extra round trip: only a zero-copy object-store read when it moved), or, in
+    background mode, by polling the ParameterServer actor from a thread."""
 
     def __init__(self, settings: SamplerSettings, server, pull: dict, worker_index: int):
         super().__init__(settings, worker_index)
-        self.client = WeightClient(lambda known: self._fetch(server, known), self.set_weights, **pull)
+        self._server, self._hint = server, None
+        fetch = self._poll_server if pull.get("background") else self._from_hint
+        self.client = WeightClient(fetch, self.set_weights, **pull)
 
-    @staticmethod
-    def _fetch(server, known: int):
-        got = ray.get(server.latest.remote(known))
+    def _from_hint(self, known: int):
+        if self._hint is None or self._hint[1] == known:
+            return None if self._hint is not None else self._poll_server(known)
+        return ray.get(self._hint[0][0]), self._hint[1]
+
+    def _poll_server(self, known: int):
+        got = ray.get(self._server.latest.remote(known))
         return None if got is None else (ray.get(got[0][0]), got[1])  # the weights arrive as a boxed ObjectRef
 
-    def sample_next(self) -> Fragment:
+    def sample_next(self, weights_box: list, version: int) -> Fragment:
+        self._hint = (weights_box, version)
         self.client.before_fragment()
         return self.sample()
 
@@ -188,10 +197,13 @@ class LearnerQueue(_Fleet):
         self._parked: list = []
         self.dropped: list[Fragment] = []  # columns freed, stats kept: their episodes still count
         self._weights_sent = False
+        self._latest: tuple = ([None], -1)  # (boxed ref, version) named on each sample call
 
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
-        # One ray.put per version; the server hands out the boxed ref, workers fetch it zero-copy.
-        done = self.server.set_weights.remote([ray.put(weights)], version)
+        # One ray.put per version, named on the next sample calls and kept by the server for background pulls.
+        box = [ray.put(weights)]
+        self._latest = (box, version)
+        done = self.server.set_weights.remote(box, version)
         if not self._weights_sent:  # workers must find weights on the server before their first fragment
             ray.get(done)
             self._weights_sent = True
@@ -202,14 +214,14 @@ class LearnerQueue(_Fleet):
             self._armed, self._window_start = True, time.perf_counter()
             for actor in self.actors:
                 for _ in range(self.in_flight):
-                    self._pending[actor.sample_next.remote()] = actor
+                    self._pending[actor.sample_next.remote(*self._latest)] = actor
         self._collect(timeout=0)
         while len(self.queue) < n:
             self._collect(timeout=None)
         out = [self.queue.popleft() for _ in range(n)]
         parked, self._parked = self._parked, []
         for actor in parked:
-            self._pending[actor.sample_next.remote()] = actor
+            self._pending[actor.sample_next.remote(*self._latest)] = actor
         return out
 
     def _collect(self, timeout: float | None) -> None:
@@ -231,7 +243,7 @@ class LearnerQueue(_Fleet):
             if full and self.when_full == "block":
                 self._parked.append(actor)
             else:
-                self._pending[actor.sample_next.remote()] = actor
+                self._pending[actor.sample_next.remote(*self._latest)] = actor
 
 
     def pop_dropped(self) -> list[Fragment]:
