@@ -17,6 +17,10 @@ _LAZY = {
     "DQN": ("relayrl.algos.dqn", "DQN"),
     "QLearningConfig": ("relayrl.algos.qlearning", "QLearningConfig"),
     "ApeXConfig": ("relayrl.algos.apex", "ApeXConfig"),
+    "A2CConfig": ("relayrl.algos.a2c", "A2CConfig"),
+    "REINFORCEConfig": ("relayrl.algos.reinforce", "REINFORCEConfig"),
+    "IMPALAConfig": ("relayrl.algos.impala", "IMPALAConfig"),
+    "A3CConfig": ("relayrl.algos.a3c", "A3CConfig"),
     "Algorithm": ("relayrl.algorithm", "Algorithm"),
     "Config": ("relayrl.config", "Config"),
 }

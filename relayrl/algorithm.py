@@ -45,8 +45,7 @@ class Algorithm:
 
             tf_import.load_in_background()
         if workers_factory is None:
-            self.workers = make_workers(self.sampler_settings(), config.num_rollout_workers,
-                                        config.num_cpus_per_worker, config.address, config.dashboard, self.worker_class())
+            self.workers = self.make_workers()
         else:
             self.workers = workers_factory(self.sampler_settings())
         try:
@@ -81,6 +80,12 @@ class Algorithm:
 
     def training_step(self) -> dict[str, float]:
         raise NotImplementedError
+
+    def make_workers(self):
+        """The worker fleet (local or Ray); asynchronous algorithms return their own fleet."""
+        c = self.config
+        return make_workers(self.sampler_settings(), c.num_rollout_workers, c.num_cpus_per_worker, c.address,
+                            c.dashboard, self.worker_class())
 
     def sampler_settings(self) -> SamplerSettings:
         c = self.config

@@ -57,7 +57,7 @@ class Learner(tf.Module):
 
     def __init__(self, spec: ModelSpec, loss_fn: LossFn, metric_names: tuple[str, ...], lr: float,
                  grad_clip: float | None, hparams: dict[str, float], batch_spec: dict[str, tuple],
-                 minibatch_size: int, prepare_fn: PrepareFn | None = None, strategy=None,
+                 minibatch_size: int | None, prepare_fn: PrepareFn | None = None, strategy=None,
                  model_fn: Callable[[ModelSpec], tf.Module] | None = None, row_output: str | None = None,
                  jit_compile: bool = False):
         """model_fn(spec) builds the trained module (default: ActorCritic); it exposes `ordered_variables`
@@ -68,7 +68,7 @@ class Learner(tf.Module):
         self.spec = spec
         self.strategy = strategy or tf.distribute.get_strategy()
         replicas = self.strategy.num_replicas_in_sync
-        if minibatch_size % replicas:
+        if replicas > 1 and (minibatch_size is None or minibatch_size % replicas):
             raise ValueError(f"sgd_minibatch_size = {minibatch_size} must divide evenly across {replicas} learner replicas")
         with self.strategy.scope():
             self.model = (model_fn or ActorCritic)(spec)
@@ -80,10 +80,13 @@ class Learner(tf.Module):
         self.metric_names = metric_names
         self.grad_clip = grad_clip
         self.jit_compile = jit_compile  # XLA: ~3x cheaper steps on small nets, ~1 s more to compile
-        self.minibatch_size = minibatch_size
+        self.minibatch_size = minibatch_size  # None: one step on the whole batch, whatever its size (A2C)
         self.row_output = row_output
         self.last_rows: np.ndarray | None = None
         self._keys = sorted(batch_spec)
+        self._batch_sig = [tf.TensorSpec((None,) + tuple(batch_spec[k][0]), tf.as_dtype(batch_spec[k][1]))
+                           for k in self._keys]
+        self._gradients_fn = self._apply_fn = None  # gradient exchange (A3C, aggregation): traced on first use
         self._update_fn = self._compile(batch_spec)  # traced now: before the first batch, while workers start
 
     # ------------------------------------------------------------------ weights
@@ -102,7 +105,7 @@ class Learner(tf.Module):
     # ------------------------------------------------------------------ update
     def update(self, batch: dict[str, np.ndarray], minibatch_indices: np.ndarray) -> dict[str, float]:
         """Run len(minibatch_indices) SGD steps; row k of the [K, M] index array picks minibatch k."""
-        if minibatch_indices.shape[1] != self.minibatch_size:
+        if self.minibatch_size is not None and minibatch_indices.shape[1] != self.minibatch_size:
             raise ValueError(f"minibatch index rows have {minibatch_indices.shape[1]} entries, the update was "
                              f"compiled for {self.minibatch_size}")
         sums, gnorm, rows = self._update_fn([batch[k] for k in self._keys], minibatch_indices.astype(np.int32))
@@ -116,9 +119,43 @@ class Learner(tf.Module):
                                          f"or check the rewards / observations for extreme values")
         return out
 
+    # ------------------------------------------------------------------ gradient exchange
+    def compute_gradients(self, batch: dict[str, np.ndarray]) -> tuple[list[np.ndarray], dict[str, float]]:
+        """Unclipped gradients of the loss on the whole batch at the current weights (nothing applied):
+        what an A3C worker or a gradient-aggregating worker sends."""
+        if self._gradients_fn is None:
+            self._gradients_fn = tf.function(self._gradients, input_signature=[self._batch_sig],
+                                             autograph=False).get_concrete_function()
+        grads, metrics = self._gradients_fn([batch[k] for k in self._keys])
+        return [g.numpy() for g in grads], dict(zip(self.metric_names, metrics.numpy().tolist()))
+
+    def apply_gradients(self, grads: list[np.ndarray]) -> float:
+        """Clip (global norm) and apply gradients computed elsewhere; returns their global norm."""
+        if self._apply_fn is None:
+            sig = [[tf.TensorSpec(v.shape, v.dtype) for v in self.variables_]]
+            self._apply_fn = tf.function(self._apply, input_signature=sig, autograph=False).get_concrete_function()
+        return float(self._apply_fn(list(grads)).numpy())
+
+    def _gradients(self, columns: list):
+        batch = dict(zip(self._keys, columns))
+        if self.prepare_fn is not None:
+            batch = self.prepare_fn(batch)
+        with tf.GradientTape() as tape:
+            loss, metrics = self.loss_fn(self.model, batch, self.hparams)
+        grads = tape.gradient(loss, self.variables_)
+        grads = [tf.zeros_like(v) if g is None else g for g, v in zip(grads, self.variables_)]
+        return grads, tf.stack([tf.cast(metrics[n], tf.float32) for n in self.metric_names])
+
+    def _apply(self, grads: list):
+        gnorm = tf.linalg.global_norm(grads)
+        if self.grad_clip is not None:
+            grads, _ = tf.clip_by_global_norm(grads, self.grad_clip, use_norm=gnorm)
+        b1p, b2p = self.optimizer.next_step_powers()
+        self.optimizer.apply(grads, self.variables_, b1p, b2p)
+        return gnorm
+
     def _compile(self, batch_spec: dict[str, tuple]):
-        sig = ([tf.TensorSpec((None,) + tuple(batch_spec[k][0]), tf.as_dtype(batch_spec[k][1])) for k in self._keys],
-               tf.TensorSpec((None, self.minibatch_size), tf.int32))
+        sig = (self._batch_sig, tf.TensorSpec((None, self.minibatch_size), tf.int32))
         # autograph=False: the loop is an explicit tf.while_loop, which traces faster than converted code.
         # Calling the concrete function skips tf.function's per-call signature matching (~2 ms here).
         fn = tf.function(self._run_steps, input_signature=sig, autograph=False, jit_compile=self.jit_compile)
@@ -169,7 +206,8 @@ class Learner(tf.Module):
                 after_step(self.optimizer.step)
             return k + 1, sums + metrics, gnorm_sum + gnorm, rows.write(k, step_rows)
 
-        rows = tf.TensorArray(tf.float32, size=steps, element_shape=[self.minibatch_size] if self.row_output else [0])
+        rows = tf.TensorArray(tf.float32, size=steps, element_shape=[self.minibatch_size] if self.row_output else [0],
+                              infer_shape=False)
         init = (tf.constant(0), tf.zeros(len(self.metric_names)), tf.constant(0.0), rows)
         _, sums, gnorm_sum, rows = tf.while_loop(lambda k, *_: k < steps, body, init)
         return sums, gnorm_sum, rows.stack()

@@ -32,6 +32,45 @@ def gae(
     return adv
 
 
+def vtrace(
+    rewards: np.ndarray,
+    values: np.ndarray,
+    next_values: np.ndarray,
+    terminated: np.ndarray,
+    dones: np.ndarray,
+    log_rhos: np.ndarray,
+    gamma: float,
+    rho_bar: float = 1.0,
+    c_bar: float = 1.0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """V-trace targets and policy-gradient advantages (Espeholt et al. 2018, arXiv:1802.01561, eq. 1 and 4).
+
+    Inputs are [T, N] with the same gymnasium semantics as `gae`; `log_rhos` = log pi(a|s) - log mu(a|s)
+    (target minus behaviour policy). With rho_t = min(rho_bar, e^log_rho), c_t = min(c_bar, e^log_rho):
+        delta_t = rho_t (r_t + gamma (1 - term_t) V(x_{t+1}) - V(x_t))
+        vs_t - V(x_t) = delta_t + gamma c_t (1 - done_t) (vs_{t+1} - V(x_{t+1}))
+    An episode that ends at t stops the recursion; vs_{t+1} is then V(x_{t+1}) (the final observation's
+    value, zeroed by termination), and likewise after the fragment's last step. The advantage is rho_t (r_t + gamma (1 - term_t) vs_{t+1} - V(x_t)).
+    On-policy with rho_bar, c_bar >= 1 this is the n-step return to the fragment end (`gae` with lam=1).
+    Returns (vs, pg_advantages), both [T, N] float32.
+    """
+    ratio = np.exp(log_rhos)
+    rho, c = np.minimum(rho_bar, ratio), np.minimum(c_bar, ratio)
+    bootstrap = gamma * ~terminated
+    deltas = (rho * (rewards + bootstrap * next_values - values)).astype(np.float32)  # [T, N]
+    decay = (gamma * c * ~dones).astype(np.float32)
+    vs_minus_v = np.empty_like(deltas)
+    carry = np.zeros(deltas.shape[1], dtype=np.float32)
+    for t in range(deltas.shape[0] - 1, -1, -1):
+        carry = deltas[t] + decay[t] * carry
+        vs_minus_v[t] = carry
+    vs = vs_minus_v + values
+    next_vs = np.concatenate([vs[1:], next_values[-1:]])  # vs_{t+1}; the fragment's last step bootstraps
+    next_vs = np.where(dones, next_values, next_vs)
+    pg_adv = rho * (rewards + bootstrap * next_vs - values)
+    return vs.astype(np.float32), pg_adv.astype(np.float32)
+
+
 def piecewise_linear(schedule: Sequence[Sequence[float]], t: float) -> float:
     """Value of a [[t0, v0], [t1, v1], ...] schedule at t; constant past the ends."""
     if t <= schedule[0][0]:

@@ -30,7 +30,10 @@ class SamplerSettings:
     gamma: float = 0.99
     lambda_: float = 1.0
     seed: int | None = None
-    postprocess: str = "gae"  # "gae": on-policy rows with advantages; "transitions": n-step replay rows
+    # "gae": flat rows with advantages (on-policy). "sequences": time-major [T, N] columns for learners that
+    # correct off-policy data themselves (IMPALA's V-trace): see RolloutWorker._sequences. "transitions":
+    # n-step replay rows (off-policy): see RolloutWorker._transitions.
+    postprocess: str = "gae"
     n_step: int = 1
     explore: dict | None = None  # Policy.set_explore settings; "apex_alpha" + "num_workers" spread epsilons
     num_env_threads: int = 0  # > 0: a ThreadedVectorEnv keeps that many slow envs stepping at once
@@ -126,10 +129,8 @@ class RolloutWorker:
         valid[1:] = ~dones[:-1]
         self.prev_done = dones[-1].copy()
         returns, lengths = self._episode_stats(rewards, dones, valid)
-        if self.s.postprocess == "transitions":
-            data = self._transitions(np.stack(obs_l), np.stack(act_l), rewards, terminated, dones, valid)
-        else:
-            data = self._postprocess(np.stack(obs_l), np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
+        post = {"gae": self._postprocess, "sequences": self._sequences, "transitions": self._transitions}[self.s.postprocess]
+        data = post(np.stack(obs_l), np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
         return Fragment(data=data, version=self.policy.version, worker_index=self.worker_index,
                         env_steps=int(valid.sum()), episode_returns=returns, episode_lengths=lengths,
                         sample_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - cpu_start)
@@ -168,7 +169,7 @@ class RolloutWorker:
         }
         return {k: columns[k].astype(dtype, copy=False) for k, (_, dtype) in self._batch_spec.items()}
 
-    def _transitions(self, obs_buf, act_buf, rewards, terminated, dones, valid) -> dict[str, np.ndarray]:
+    def _transitions(self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid) -> dict[str, np.ndarray]:
         """n-step replay rows (obs, action, discounted n-step reward, bootstrap obs, bootstrap discount);
         the bootstrap obs of a truncated episode is its final observation, of a terminated one discounted to 0."""
         T, N = rewards.shape
@@ -185,6 +186,17 @@ class RolloutWorker:
             "discounts": discounts.reshape(-1)[keep],
         }
         return {k: columns[k].astype(dtype, copy=False) for k, (_, dtype) in self._batch_spec.items()}
+
+    def _sequences(self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid) -> dict[str, np.ndarray]:
+        """Time-major columns, reset steps kept and marked: obs [T+1, N, ...] (obs[t+1] is the final
+        observation when step t ended an episode), actions / behaviour logp / rewards / terminated / dones /
+        valid [T, N]. No value pass here: the learner evaluates its own, newer, network on them."""
+        T, N = rewards.shape
+        self._check_finite(obs_buf, "observation")
+        self._check_finite(rewards, "reward")
+        logp = self.policy.log_prob(dist_buf.reshape(T * N, -1), act_buf.reshape(T * N, *act_buf.shape[2:]))
+        return {"obs": obs_buf, "actions": act_buf, "logp": logp.astype(np.float32).reshape(T, N),
+                "rewards": rewards, "terminated": terminated, "dones": dones, "valid": valid}
 
     def _check_finite(self, array: np.ndarray, what: str) -> None:
         if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():

@@ -9,6 +9,10 @@ REGISTRY = {
     "dqn": ("relayrl.algos.dqn", "DQNConfig", "DQN"),
     "qlearning": ("relayrl.algos.qlearning", "QLearningConfig", "QLearning"),
     "apex": ("relayrl.algos.apex", "ApeXConfig", "ApeX"),
+    "a2c": ("relayrl.algos.a2c", "A2CConfig", "A2C"),
+    "reinforce": ("relayrl.algos.reinforce", "REINFORCEConfig", "REINFORCE"),
+    "impala": ("relayrl.algos.impala", "IMPALAConfig", "IMPALA"),
+    "a3c": ("relayrl.algos.a3c", "A3CConfig", "A3C"),
 }
 
 

@@ -33,3 +33,17 @@ class LocalWorkers:
 
     def stop(self) -> None:
         self.worker.stop()
+
+
+class SerialQueue(LocalWorkers):
+    """The asynchronous algorithms' queue interface run serially in the driver (num_rollout_workers=0):
+    sample exactly when the learner asks, so nothing is ever dropped and the worker never idles by design."""
+
+    def take(self, n: int) -> list[Fragment]:
+        return [self.worker.sample() for _ in range(n)]
+
+    def pop_dropped(self) -> list[Fragment]:
+        return []
+
+    def idle_fraction(self) -> float:
+        return float("nan")

@@ -36,7 +36,7 @@ def test_stop_reward_reports_time_to_solve(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["train", "dqnn", "CartPole-v1"], "unknown algorithm 'dqnn' (did you mean 'dqn'?); allowed: apex, dqn, ppo, qlearning"),
+    (["train", "dqnn", "CartPole-v1"], "unknown algorithm 'dqnn' (did you mean 'dqn'?); allowed: a2c, a3c, apex, dqn, impala, ppo, qlearning, reinforce"),
     (["train", "ppo", "CartPol-v1"], "unknown environment id 'CartPol-v1'"),
     (["train", "ppo", "CartPole-v1", "--set", "lrr=0.1"], "unknown key 'lrr'"),
     (["train", "ppo", "CartPole-v1", "--set", "lr=-1"], "PPOConfig.lr = -1 is invalid"),
@@ -44,6 +44,9 @@ def test_stop_reward_reports_time_to_solve(tmp_path):
     (["train", "ppo", "CartPole-v1", "--set", "model.fcnet_hiddens=[0]"], "fcnet_hiddens"),
     (["train", "ppo", "Blackjack-v1", "--stop-iters", "1"], "observation space Tuple"),
     (["train", "ppo", "CartPole-v1", "--workers", "two"], "invalid int value: 'two'"),
+    (["train", "a3c", "CartPole-v1", "--workers", "0"], "A3CConfig.num_rollout_workers = 0 is invalid: allowed: an integer >= 1"),
+    (["train", "a2c", "CartPole-v1", "--set", "update_mode=gradients"], "update_mode = 'gradients' is invalid with num_rollout_workers = 0"),
+    (["train", "impala", "CartPole-v1", "--set", "queue_full=wait"], "allowed: one of 'drop', 'block'"),
 ])
 def test_bad_input_is_one_line_on_stderr_and_exit_2(args, message):
     proc = run_cli(*args, timeout=120)
@@ -51,3 +54,12 @@ def test_bad_input_is_one_line_on_stderr_and_exit_2(args, message):
     lines = [line for line in proc.stderr.splitlines() if line.startswith("relayrl")]
     assert len(lines) == 1 and message in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("algo,workers", [("a2c", "0"), ("impala", "2")])
+def test_onpolicy_and_async_family_run_from_the_cli(tmp_path, algo, workers):
+    proc = run_cli("train", algo, "CartPole-v1", "--workers", workers, "--stop-iters", "3", "--seed", "0",
+                   "--logdir", str(tmp_path), "--json", "--quiet")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    final = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert final["training_iteration"] == 3 and final["timesteps_total"] > 0

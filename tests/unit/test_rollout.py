@@ -95,3 +95,19 @@ def test_seeded_workers_repeat_and_differ_by_index():
 
     np.testing.assert_array_equal(actions(1), actions(1))
     assert not np.array_equal(actions(1), actions(2))
+
+
+def test_sequences_mode_keeps_time_major_columns_and_marks_reset_steps():
+    worker = constant_value_worker({"terminate_at": 3}, fragment_length=8)
+    worker.s.postprocess = "sequences"
+    frag = worker.sample()
+    d = frag.data
+    assert d["obs"].shape == (9, 2, 1) and d["actions"].shape == (8, 2) and d["logp"].shape == (8, 2)
+    # per env: steps 0-2 valid (obs 0,1,2), step 2 terminates with final obs 3, step 3 is the reset step
+    np.testing.assert_array_equal(d["obs"][:5, 0, 0], [0, 1, 2, 3, 0])
+    np.testing.assert_array_equal(d["valid"][:, 0], [1, 1, 1, 0, 1, 1, 1, 0])
+    np.testing.assert_array_equal(d["terminated"][:, 0], [0, 0, 1, 0, 0, 0, 1, 0])
+    np.testing.assert_array_equal(d["dones"], d["terminated"])
+    assert frag.env_steps == 12 and frag.version == 3
+    # behaviour log-probs of the actions taken: log 1/2 with a near-uniform initial policy
+    np.testing.assert_allclose(d["logp"], np.log(0.5), atol=0.05)

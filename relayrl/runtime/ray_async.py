@@ -1,0 +1,252 @@
+"""Ray wiring of the gradient-based and asynchronous paths: the ParameterServer actor, A3C and
+gradient-aggregation workers, and IMPALA's continuously sampling workers behind a bounded learner queue.
+
+Part of the runtime package, which stays the only place importing Ray (ray_workers.py holds the
+synchronous fleet and `init_ray`).
+"""
+from __future__ import annotations
+
+import collections
+import time
+
+import numpy as np
+import ray
+
+from relayrl.grad_worker import GradientWorker, LossRecipe, make_gradient_learner, weighted_mean_gradients
+from relayrl.params import ParameterServer, WeightClient
+from relayrl.rollout import RolloutWorker, SamplerSettings
+from relayrl.runtime.ray_workers import init_ray
+from relayrl.types import Fragment
+
+
+class _Fleet:
+    """Shared plumbing: start Ray, create actors, wait for them, tear down."""
+
+    def __init__(self, actor_cls, args: tuple, num_workers: int, num_cpus_per_worker: float, address: str | None):
+        self._owns_ray = init_ray(address)
+        remote_cls = ray.remote(actor_cls)
+        self.actors = [remote_cls.options(num_cpus=num_cpus_per_worker).remote(*args, i + 1) for i in range(num_workers)]
+        self.num_workers = num_workers
+        self._busy_s, self._window_start = 0.0, time.perf_counter()  # worker time spent sampling / computing
+        self._armed = False
+
+    def idle_fraction(self) -> float:
+        """Share of the workers' wall time since they started sampling not spent sampling (or computing
+        gradients): waiting for the driver, for weights, or for a CPU. Cumulative, so it is stable."""
+        elapsed = (time.perf_counter() - self._window_start) * self.num_workers
+        return float(max(0.0, 1.0 - self._busy_s / elapsed)) if elapsed > 0 else float("nan")
+
+    def wait_ready(self) -> None:
+        ray.get([a.ping.remote() for a in self.actors])
+
+    def healthy(self) -> int:
+        return len(self.actors)
+
+    def stop(self) -> None:
+        for actor in self.actors + getattr(self, "extra_actors", []):
+            ray.kill(actor)
+        self.actors = []
+        if self._owns_ray:
+            ray.shutdown()
+
+
+# ---------------------------------------------------------------------------------- gradient aggregation
+class RayGradientWorker(GradientWorker):
+    def gradients_with(self, weights_box: list, version: int):
+        if version != self.policy.version:
+            self.set_weights(ray.get(weights_box[0]), version)
+        return self.sample_gradients()
+
+    def a3c_step(self, server) -> tuple[Fragment, dict]:
+        """Sample, compute gradients at the local weights, send them; continue with what the server returns."""
+        fragment, grads, metrics = self.sample_gradients()
+        weights, version = ray.get(server.apply_gradients.remote(grads, self.policy.version))
+        self.set_weights(weights, version)
+        return fragment, metrics
+
+    def ping(self) -> int:
+        return self.worker_index
+
+
+class GradientWorkers(_Fleet):
+    """Synchronous gradient aggregation: every worker returns the gradient of its own fragment; the learner
+    applies their row-weighted mean (equal to shipping the samples when there is one worker)."""
+
+    def __init__(self, settings: SamplerSettings, recipe: LossRecipe, num_workers: int, num_cpus_per_worker: float,
+                 address: str | None):
+        super().__init__(RayGradientWorker, (settings, recipe), num_workers, num_cpus_per_worker, address)
+        self._weights_ref, self._version = None, -1
+
+    def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
+        self._weights_ref, self._version = ray.put(weights), version
+
+    def gradients(self) -> tuple[list[Fragment], list[np.ndarray], dict[str, float]]:
+        results = ray.get([a.gradients_with.remote([self._weights_ref], self._version) for a in self.actors])
+        fragments = [f for f, _, _ in results]
+        grads = weighted_mean_gradients([(g, m["rows"]) for _, g, m in results])
+        rows = [m["rows"] for _, _, m in results]
+        metrics = {k: float(np.average([m[k] for _, _, m in results], weights=rows)) for k in results[0][2] if k != "rows"}
+        return fragments, grads, metrics
+
+
+# ---------------------------------------------------------------------------------- A3C
+def _server_learner(settings: SamplerSettings, recipe: LossRecipe, lr: float, grad_clip: float | None):
+    return make_gradient_learner(settings, recipe, lr, grad_clip)
+
+
+class A3CWorkers(_Fleet):
+    """A3C: each worker loops sample -> gradients -> ParameterServer.apply_gradients -> new weights, with no
+    barrier between workers. The driver keeps `in_flight` steps queued per worker and only collects stats."""
+
+    def __init__(self, settings: SamplerSettings, recipe: LossRecipe, lr: float, grad_clip: float | None,
+                 num_workers: int, num_cpus_per_worker: float, address: str | None, in_flight: int = 2):
+        super().__init__(RayGradientWorker, (settings, recipe), num_workers, num_cpus_per_worker, address)
+        import functools
+
+        # The server needs a CPU slot too; it shares the cores with the workers (0 reserved, like the driver).
+        factory = functools.partial(_server_learner, settings, recipe, lr, grad_clip)
+        self.server = ray.remote(ParameterServer).options(num_cpus=0).remote(factory)
+        self.extra_actors = [self.server]
+        self.in_flight = in_flight
+        self._pending: dict = {}
+
+    def wait_ready(self) -> None:
+        super().wait_ready()
+        ray.get(self.server.latest.remote(-2))
+
+    def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
+        """Initial weights to the server and every worker (later versions flow through the server)."""
+        ray.get(self.server.set_weights.remote(weights, version))
+        ray.get([a.set_weights.remote(weights, version) for a in self.actors])
+
+    def collect(self, min_env_steps: int) -> tuple[list[Fragment], list[dict]]:
+        """Fragments (stats only) and loss metrics of the worker steps finished until `min_env_steps`."""
+        if not self._armed:
+            self._armed, self._window_start = True, time.perf_counter()
+            for actor in self.actors:
+                for _ in range(self.in_flight):
+                    self._pending[actor.a3c_step.remote(self.server)] = actor
+        fragments, metrics, steps = [], [], 0
+        while steps < min_env_steps:
+            ready, _ = ray.wait(list(self._pending), num_returns=1)
+            for ref in ready:
+                actor = self._pending.pop(ref)
+                self._pending[actor.a3c_step.remote(self.server)] = actor  # keep the worker busy first
+                fragment, m = ray.get(ref)
+                fragments.append(fragment), metrics.append(m)
+                steps += fragment.env_steps
+                self._busy_s += fragment.sample_time_s + m.get("grad_time_s", 0.0)
+        return fragments, metrics
+
+    def server_stats(self) -> dict[str, float]:
+        return ray.get(self.server.pop_stats.remote())
+
+    def latest_weights(self) -> tuple[list[np.ndarray], int]:
+        return ray.get(self.server.latest.remote(-2))
+
+
+# ---------------------------------------------------------------------------------- IMPALA
+class RayAsyncWorker(RolloutWorker):
+    """A sampling worker whose weights come through a WeightClient: from the newest version the driver
+    names on each call (no extra round trip: only a zero-copy object-store read when it moved), or, in
+    background mode, by polling the ParameterServer actor from a thread."""
+
+    def __init__(self, settings: SamplerSettings, server, pull: dict, worker_index: int):
+        super().__init__(settings, worker_index)
+        self._server, self._hint = server, None
+        fetch = self._poll_server if pull.get("background") else self._from_hint
+        self.client = WeightClient(fetch, self.set_weights, **pull)
+
+    def _from_hint(self, known: int):
+        if self._hint is None or self._hint[1] == known:
+            return None if self._hint is not None else self._poll_server(known)
+        return ray.get(self._hint[0][0]), self._hint[1]
+
+    def _poll_server(self, known: int):
+        got = ray.get(self._server.latest.remote(known))
+        return None if got is None else (ray.get(got[0][0]), got[1])  # the weights arrive as a boxed ObjectRef
+
+    def sample_next(self, weights_box: list, version: int) -> Fragment:
+        self._hint = (weights_box, version)
+        self.client.before_fragment()
+        return self.sample()
+
+    def ping(self) -> int:
+        return self.worker_index
+
+    def stop(self) -> None:
+        self.client.stop()
+        super().stop()
+
+
+class LearnerQueue(_Fleet):
+    """IMPALA's actors and learner queue: each worker has `in_flight` sample calls queued, so it samples
+    back to back while the learner updates; finished fragments enter a bounded queue. When the queue is
+    full, 'drop' discards the oldest fragment (and counts it), 'block' stops re-arming the workers that
+    delivered until the learner takes from the queue."""
+
+    def __init__(self, settings: SamplerSettings, num_workers: int, num_cpus_per_worker: float, address: str | None,
+                 queue_size: int, when_full: str, pull: dict, in_flight: int = 2):
+        init_ray(address)
+        server = ray.remote(ParameterServer).options(num_cpus=0).remote()
+        super().__init__(RayAsyncWorker, (settings, server, pull), num_workers, num_cpus_per_worker, address)
+        self.server, self.extra_actors = server, [server]
+        self.queue_size, self.when_full, self.in_flight = queue_size, when_full, in_flight
+        self.queue: collections.deque = collections.deque()
+        self._pending: dict = {}
+        self._parked: list = []
+        self.dropped: list[Fragment] = []  # columns freed, stats kept: their episodes still count
+        self._weights_sent = False
+        self._latest: tuple = ([None], -1)  # (boxed ref, version) named on each sample call
+
+    def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
+        # One ray.put per version, named on the next sample calls and kept by the server for background pulls.
+        box = [ray.put(weights)]
+        self._latest = (box, version)
+        done = self.server.set_weights.remote(box, version)
+        if not self._weights_sent:  # workers must find weights on the server before their first fragment
+            ray.get(done)
+            self._weights_sent = True
+
+    def take(self, n: int) -> list[Fragment]:
+        """The n oldest queued fragments, waiting for workers only if fewer are queued."""
+        if not self._armed:
+            self._armed, self._window_start = True, time.perf_counter()
+            for actor in self.actors:
+                for _ in range(self.in_flight):
+                    self._pending[actor.sample_next.remote(*self._latest)] = actor
+        self._collect(timeout=0)
+        while len(self.queue) < n:
+            self._collect(timeout=None)
+        out = [self.queue.popleft() for _ in range(n)]
+        parked, self._parked = self._parked, []
+        for actor in parked:
+            self._pending[actor.sample_next.remote(*self._latest)] = actor
+        return out
+
+    def _collect(self, timeout: float | None) -> None:
+        if not self._pending:
+            return
+        ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=timeout)
+        if ready:  # sweep everything else already finished too
+            ready = set(ready) | set(ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)[0])
+        for ref in ready:
+            actor = self._pending.pop(ref)
+            fragment: Fragment = ray.get(ref)
+            self._busy_s += fragment.sample_time_s
+            full = len(self.queue) >= self.queue_size
+            if full and self.when_full == "drop":
+                old = self.queue.popleft()
+                old.data = {}
+                self.dropped.append(old)
+            self.queue.append(fragment)
+            if full and self.when_full == "block":
+                self._parked.append(actor)
+            else:
+                self._pending[actor.sample_next.remote(*self._latest)] = actor
+
+
+    def pop_dropped(self) -> list[Fragment]:
+        """Fragments dropped from a full queue since the last call (columns freed; episode stats kept)."""
+        out, self.dropped = self.dropped, []
+        return out
