@@ -180,7 +180,7 @@ class Algorithm:
             "workers/healthy": self.workers.healthy(),
             **self.worker_stats.pop(elapsed),
             "memory/driver_rss_bytes": self._process.memory_info().rss,
-            "memory/object_store_bytes": self.workers.object_store_bytes(),
+            "memory/object_store_bytes": getattr(self.workers, "object_store_bytes", lambda: 0)(),
         }
         if self._logger is not None:
             self._logger.log(result, histograms={"episode_reward_hist": self.episodes.pop_iteration_returns()})
