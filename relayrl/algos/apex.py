@@ -54,7 +54,7 @@ class ApeX(DQN):
                  for i, actor in enumerate(self.workers.actors)])
         self.sampling = AsyncSampling(self.workers.actors, "sample_into_replay")
         self.sampling.set_weights_ref(self.workers.weights_ref, self.weights_version)
-        self._rows_in_replay = 0
+        self._updates_done = 0
 
     def worker_class(self):
         from relayrl.runtime.replay_actors import ApexRolloutWorker
@@ -73,9 +73,12 @@ class ApeX(DQN):
     def training_step(self) -> dict[str, float]:
         c: ApeXConfig = self.config
         learning = self.timesteps_total >= c.learning_starts and self.replay.all_shards_filled(c.train_batch_size)
+        # On few cores sampling starves the learner: workers more than one learner call ahead of the replay
+        # ratio are left idle until it catches up. The learner itself never waits for workers.
+        ahead = learning and self.timesteps_total * c.replay_ratio > self._updates_done + c.updates_per_iteration
         with self.timers("wait" if not learning else "sample"):
             # before learning starts there is nothing else to do than wait for data; after, never block
-            finished = self.sampling.harvest(block=not learning)
+            finished = self.sampling.harvest(block=not learning, relaunch=not ahead)
         self.record_fragments(finished)
         metrics: dict[str, float] = {"fragments_harvested": float(len(finished))}
         if not learning:
@@ -87,6 +90,7 @@ class ApeX(DQN):
                                     self.timesteps_total)
             batch = self.replay.sample(K * B, beta if c.prioritized_replay else None)
             metrics.update(self.learner.update(batch, np.arange(K * B).reshape(K, B)))
+            self._updates_done += K
             if c.prioritized_replay:
                 self.replay.update_priorities(batch["shard"], batch["indices"], self.learner.last_rows.reshape(-1))
         with self.timers("sync"):

@@ -179,17 +179,23 @@ class AsyncSampling:
     def _launch(self, actor) -> None:
         self.in_flight[getattr(actor, self.method).remote(self.weights_box, self.version)] = actor
 
-    def harvest(self, block: bool = False) -> list:
-        for actor in self.actors:
-            if actor not in self.in_flight.values():
-                self._launch(actor)
+    def harvest(self, block: bool = False, relaunch: bool = True) -> list:
+        """Finished fragments' statistics. relaunch=False leaves finished workers idle (the learner is
+        behind its replay ratio and catches up); the learner itself never waits unless `block`."""
+        if relaunch:
+            for actor in self.actors:
+                if actor not in self.in_flight.values():
+                    self._launch(actor)
         refs = list(self.in_flight)
+        if not refs:
+            return []
         ready, _ = ray.wait(refs, num_returns=1 if block else len(refs), timeout=None if block else 0)
         results = []
         for ref in ready:
             actor = self.in_flight.pop(ref)
             results.append(ray.get(ref))
-            self._launch(actor)
+            if relaunch:
+                self._launch(actor)
         return results
 
 
