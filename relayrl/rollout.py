@@ -96,6 +96,25 @@ class RolloutWorker:
     def set_weights(self, weights: list[np.ndarray], version: int) -> None:
         self.policy.set_weights(weights, version)
 
+    def get_state(self) -> dict:
+        """Everything that makes the next fragment what it will be: envs (see state_io), current
+        observations, episode accumulators and the action-noise RNG. JSON-able, no pickle."""
+        from relayrl import state_io
+
+        return {"obs": state_io.encode(self.obs), "prev_done": state_io.encode(self.prev_done),
+                "ep_return": state_io.encode(self.ep_return), "ep_length": state_io.encode(self.ep_length),
+                "policy_rng": self.policy.rng.bit_generator.state, "env": state_io.capture(self.env)}
+
+    def set_state(self, state: dict) -> None:
+        from relayrl import state_io
+
+        self.obs = state_io.decode(state["obs"])
+        self.prev_done = state_io.decode(state["prev_done"])
+        self.ep_return = state_io.decode(state["ep_return"])
+        self.ep_length = state_io.decode(state["ep_length"])
+        self.policy.rng.bit_generator.state = state["policy_rng"]
+        state_io.restore(self.env, state["env"])
+
     def set_explore(self, explore: dict) -> None:
         self.policy.set_explore(explore)
 

@@ -141,6 +141,14 @@ class RayWorkers:
                 pass
         return self._store_bytes
 
+    def get_states(self) -> list[dict]:
+        return ray.get([a.get_state.remote() for a in self.actors])
+
+    def set_states(self, states: list[dict]) -> None:
+        if len(states) != len(self.actors):
+            raise ValueError(f"checkpoint holds {len(states)} worker states, this run has {len(self.actors)} workers")
+        ray.get([a.set_state.remote(s) for a, s in zip(self.actors, states)])
+
     def healthy(self) -> int:
         return len(self.actors)
 
@@ -172,6 +180,12 @@ class LearnerHost:
 
     def set_lr(self, lr: float) -> None:
         self.learner.set_lr(lr)
+
+    def save_checkpoint(self, directory: str) -> None:
+        self.learner.save_checkpoint(directory)
+
+    def restore_checkpoint(self, directory: str) -> None:
+        self.learner.restore_checkpoint(directory)
 
     def placement(self) -> dict:
         """Where the learner's variables live and what this process can see (for checks and logs)."""
@@ -221,6 +235,14 @@ class RemoteLearner:
 
     def set_lr(self, lr: float) -> None:
         ray.get(self.actor.set_lr.remote(lr))
+
+    def save_checkpoint(self, directory: str) -> None:
+        """The actor writes its TF checkpoint (models and optimiser) itself: the directory must be on a file
+        system it shares with the driver (always true on one machine)."""
+        ray.get(self.actor.save_checkpoint.remote(directory))
+
+    def restore_checkpoint(self, directory: str) -> None:
+        ray.get(self.actor.restore_checkpoint.remote(directory))
 
     def stop(self) -> None:
         if self.actor is not None:
