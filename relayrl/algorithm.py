@@ -84,15 +84,19 @@ class Algorithm:
     def make_workers(self):
         """The worker fleet (local or Ray); asynchronous algorithms return their own fleet."""
         c = self.config
-        return make_workers(self.sampler_settings(), c.num_rollout_workers, c.num_cpus_per_worker, c.address,
-                            c.dashboard, self.worker_class())
+        workers = make_workers(self.sampler_settings(), c.num_rollout_workers, c.num_cpus_per_worker, c.address,
+                               c.dashboard, self.worker_class())
+        if hasattr(workers, "set_fault_tolerance"):
+            workers.set_fault_tolerance(c.max_worker_restarts, c.restart_backoff_s, c.sample_timeout_s)
+        return workers
 
     def sampler_settings(self) -> SamplerSettings:
         c = self.config
         return SamplerSettings(env=c.env, env_config=c.env_config, num_envs=c.num_envs_per_worker,
                                fragment_length=c.resolved_fragment_length(), spec=self.spec,
                                gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed,
-                               num_env_threads=c.num_env_threads, **self.sampler_extras())
+                               num_env_threads=c.num_env_threads, recreate_failed_envs=c.recreate_failed_envs,
+                               **self.sampler_extras())
 
     def worker_class(self) -> type | None:
         """The Ray actor class of the rollout workers (None: the standard RayRolloutWorker)."""
@@ -178,6 +182,8 @@ class Algorithm:
             **{f"timers/{k}_frac": v / max(elapsed, 1e-9) for k, v in timers.items()},
             **{f"learner/{k}": v for k, v in learner_metrics.items()},
             "workers/healthy": self.workers.healthy(),
+            "workers/restarts": getattr(self.workers, "restarts_total", 0),
+            "workers/lost_fragments": getattr(self.workers, "lost_fragments", 0),
             **self.worker_stats.pop(elapsed),
             "memory/driver_rss_bytes": self._process.memory_info().rss,
             "memory/object_store_bytes": self.workers.object_store_bytes(),
