@@ -159,7 +159,11 @@ class Algorithm:
         if weights_ref is not None and self.config.num_rollout_workers > 0:
             self.workers.sync_weights_ref(weights_ref(), self.weights_version)
         else:
-            self.workers.sync_weights(self.learner.get_weights(), self.weights_version)
+            weights = self.learner.get_weights()
+            if not all(np.isfinite(w).all() for w in weights):  # never hand NaN weights to the workers
+                raise FloatingPointError(f"learner weights hold NaN or Inf after iteration {self.iteration + 1}; "
+                                         f"not broadcasting them (lower the learning rate, check rewards)")
+            self.workers.sync_weights(weights, self.weights_version)
 
     def train(self) -> dict[str, Any]:
         start = time.perf_counter()

@@ -33,10 +33,17 @@ def init_ray(address: str | None = None, dashboard: bool = False) -> bool:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if address is not None:
         extra: dict = {}  # joining a cluster: its head decides about the dashboard
-    elif dashboard:
-        extra = {"include_dashboard": True, "dashboard_host": "127.0.0.1"}
     else:
-        extra = {"include_dashboard": False}
+        # An embedded Ray keeps to loopback. Ray 2.60 rewrites _node_ip_address to the machine's address and
+        # listens on all interfaces unless its "clusters enabled" switch is off: that switch is read from
+        # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER when Ray is imported (here: already), so it is set both for the
+        # processes ray.init is about to start and on the imported constant. Joining a cluster (address
+        # given) leaves both alone. tests/integration/test_security.py lists every listening socket.
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+        extra = {"include_dashboard": dashboard, "_node_ip_address": "127.0.0.1"}
+        if dashboard:
+            extra["dashboard_host"] = "127.0.0.1"
     global _dashboard_url
     context = ray.init(
         address=address,
