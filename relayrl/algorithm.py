@@ -84,15 +84,19 @@ class Algorithm:
     def make_workers(self):
         """The worker fleet (local or Ray); asynchronous algorithms return their own fleet."""
         c = self.config
-        return make_workers(self.sampler_settings(), c.num_rollout_workers, c.num_cpus_per_worker, c.address,
-                            c.dashboard, self.worker_class())
+        workers = make_workers(self.sampler_settings(), c.num_rollout_workers, c.num_cpus_per_worker, c.address,
+                               c.dashboard, self.worker_class())
+        if hasattr(workers, "set_fault_tolerance"):
+            workers.set_fault_tolerance(c.max_worker_restarts, c.restart_backoff_s, c.sample_timeout_s)
+        return workers
 
     def sampler_settings(self) -> SamplerSettings:
         c = self.config
         return SamplerSettings(env=c.env, env_config=c.env_config, num_envs=c.num_envs_per_worker,
                                fragment_length=c.resolved_fragment_length(), spec=self.spec,
                                gamma=c.gamma, lambda_=getattr(c, "lambda_", 1.0), seed=c.seed,
-                               num_env_threads=c.num_env_threads, **self.sampler_extras())
+                               num_env_threads=c.num_env_threads, recreate_failed_envs=c.recreate_failed_envs,
+                               **self.sampler_extras())
 
     def worker_class(self) -> type | None:
         """The Ray actor class of the rollout workers (None: the standard RayRolloutWorker)."""
@@ -155,7 +159,11 @@ class Algorithm:
         if weights_ref is not None and self.config.num_rollout_workers > 0:
             self.workers.sync_weights_ref(weights_ref(), self.weights_version)
         else:
-            self.workers.sync_weights(self.learner.get_weights(), self.weights_version)
+            weights = self.learner.get_weights()
+            if not all(np.isfinite(w).all() for w in weights):  # never hand NaN weights to the workers
+                raise FloatingPointError(f"learner weights hold NaN or Inf after iteration {self.iteration + 1}; "
+                                         f"not broadcasting them (lower the learning rate, check rewards)")
+            self.workers.sync_weights(weights, self.weights_version)
 
     def train(self) -> dict[str, Any]:
         start = time.perf_counter()
@@ -178,6 +186,8 @@ class Algorithm:
             **{f"timers/{k}_frac": v / max(elapsed, 1e-9) for k, v in timers.items()},
             **{f"learner/{k}": v for k, v in learner_metrics.items()},
             "workers/healthy": self.workers.healthy(),
+            "workers/restarts": getattr(self.workers, "restarts_total", 0),
+            "workers/lost_fragments": getattr(self.workers, "lost_fragments", 0),
             **self.worker_stats.pop(elapsed),
             "memory/driver_rss_bytes": self._process.memory_info().rss,
             "memory/object_store_bytes": getattr(self.workers, "object_store_bytes", lambda: 0)(),
@@ -185,6 +195,117 @@ class Algorithm:
         if self._logger is not None:
             self._logger.log(result, histograms={"episode_reward_hist": self.episodes.pop_iteration_returns()})
         return result
+
+    # ------------------------------------------------------------------ checkpoints and export
+    def get_state(self) -> dict[str, Any]:
+        """The driver-side state a checkpoint needs (JSON-able): counters, RNG, episode window, workers."""
+        get_states = getattr(self.workers, "get_states", None)
+        return {
+            "iteration": self.iteration, "timesteps_total": self.timesteps_total, "time_total_s": self.time_total_s,
+            "weights_version": self.weights_version, "rng": self.rng.bit_generator.state,
+            "episodes": {"returns": list(self.episodes.returns), "lengths": list(self.episodes.lengths),
+                         "total": self.episodes.episodes_total},
+            "workers": get_states() if get_states is not None else None,
+            "extra": self.extra_state(),
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self.iteration, self.timesteps_total = state["iteration"], state["timesteps_total"]
+        self.time_total_s, self.weights_version = state["time_total_s"], state["weights_version"]
+        self.rng.bit_generator.state = state["rng"]
+        self.episodes.returns.extend(state["episodes"]["returns"])
+        self.episodes.lengths.extend(state["episodes"]["lengths"])
+        self.episodes.episodes_total = state["episodes"]["total"]
+        set_states = getattr(self.workers, "set_states", None)
+        if state.get("workers") and set_states is not None:
+            try:
+                set_states(state["workers"])
+            except ValueError:
+                pass  # another worker count: workers start from fresh envs (the resume is then not bit-exact)
+        self.set_extra_state(state.get("extra") or {})
+
+    def extra_state(self) -> dict[str, Any]:
+        """Algorithm-specific JSON-able state (e.g. DQN's fractional update debt)."""
+        return {}
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def replay_state(self) -> dict[str, np.ndarray] | None:
+        """Arrays of a replay buffer held in this process, for replay.npz (None: no such buffer)."""
+        return None
+
+    def load_replay_state(self, state: dict[str, np.ndarray]) -> None:
+        pass
+
+    def save_learner(self, directory: str) -> None:
+        self.learner.save_checkpoint(directory)
+
+    def save(self, checkpoint_dir: str) -> str:
+        """Write a complete checkpoint (config, state, learner, replay) atomically; returns its path."""
+        from relayrl import checkpoint
+
+        self._check_weights_finite("checkpoint")
+        return checkpoint.save(self, checkpoint_dir)
+
+    def restore(self, checkpoint_dir: str) -> None:
+        """Load a checkpoint written by save() into this (identically configured) algorithm."""
+        import os
+
+        from relayrl import checkpoint
+
+        state = checkpoint.verify(checkpoint_dir)
+        if state["algo"] != self.config.algo_name:
+            raise checkpoint.CheckpointError(f"checkpoint {checkpoint_dir!r} is a {state['algo']} checkpoint, "
+                                             f"not {self.config.algo_name}")
+        self.learner.restore_checkpoint(os.path.join(checkpoint_dir, "learner"))
+        replay_file = os.path.join(checkpoint_dir, "replay.npz")
+        if os.path.exists(replay_file):
+            with np.load(replay_file) as data:
+                self.load_replay_state({k: data[k] for k in data.files})
+        self.set_state(state)
+        self.workers.sync_weights(self.learner.get_weights(), self.weights_version)
+
+    @classmethod
+    def from_checkpoint(cls, checkpoint_dir: str, **overrides: Any) -> "Algorithm":
+        """Build the algorithm a checkpoint was written by, restore it, and return it. `overrides` are config
+        fields to change (e.g. num_rollout_workers=0 to evaluate on one machine)."""
+        from relayrl import checkpoint
+        from relayrl.algos import config_class
+
+        state = checkpoint.verify(checkpoint_dir)
+        config = config_class(state["algo"]).from_dict(checkpoint.read_config(checkpoint_dir))
+        config.update_from_dict(overrides)
+        algo = config.build()
+        try:
+            algo.restore(checkpoint_dir)
+        except BaseException:
+            algo.stop()
+            raise
+        return algo
+
+    def export_model(self):
+        """A tf.Module on this process with head(obs) -> dist inputs and value(obs), holding the current
+        weights: what export_policy serves."""
+        from relayrl.keras_models import ActorCritic
+
+        model = ActorCritic(self.spec)
+        model.set_weights(self.learner.get_weights())
+        return model
+
+    def export_policy(self, export_dir: str) -> str:
+        """A SavedModel with `serving_default` (observation -> deterministic action) and `value`; loading it
+        needs TensorFlow only."""
+        from relayrl.export import export_saved_model
+
+        self._check_weights_finite("export")
+        return export_saved_model(self.export_model(), self.spec, self.obs_space, self.action_space, export_dir)
+
+    def _check_weights_finite(self, what: str) -> None:
+        for i, w in enumerate(self.learner.get_weights()):
+            if not np.all(np.isfinite(w)):
+                raise FloatingPointError(f"refusing to {what}: weight array {i} holds NaN or Inf (iteration "
+                                         f"{self.iteration})")
 
     def evaluate(self, num_episodes: int = 100, seed: int | None = None, explore: bool = False) -> dict[str, float]:
         """Episodes with the current weights and deterministic actions (greedy / mean) on fresh envs here."""

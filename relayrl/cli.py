@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--dashboard", action="store_true", help="start the Ray dashboard on 127.0.0.1 (needs --workers >= 1)")
     t.add_argument("--json", action="store_true", help="last stdout line: the final result as one JSON object")
     t.add_argument("--quiet", action="store_true", help="no progress lines")
+    t.add_argument("--checkpoint-every", type=int, default=0, metavar="N", help="checkpoint every N iterations (0 = off)")
+    t.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when training stops")
+    t.add_argument("--keep-checkpoints", type=int, default=3, metavar="K", help="keep the newest K checkpoints")
+    t.add_argument("--resume", default=None, metavar="DIR|auto",
+                   help="continue from a checkpoint directory, or 'auto': the newest complete one under --logdir")
     s = sub.add_parser("scale", help="env steps/s and time per iteration against the number of workers")
     _add_run_args(s)
     s.add_argument("--workers", type=_int_list, default=[1, 2, 4, 8], help="comma-separated worker counts, e.g. 1,2,4,8")
@@ -60,6 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     from relayrl import serve_cli  # `relayrl serve`: its own module and handler (args.handler)
 
     serve_cli.register(sub)
+    from relayrl import persist_cli  # `relayrl export` / `relayrl evaluate`
+
+    persist_cli.register(sub)
     return parser
 
 
@@ -220,10 +228,25 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
     progress = Progress(enabled=not args.quiet, log_dir=config.log_dir)
     if getattr(args, "tuned_path", None):
         progress.note(f"tuned defaults from {args.tuned_path}")
+    from relayrl import checkpoint
+
+    ckpt_dir = os.path.join(config.log_dir, "checkpoints")
+    resume = args.resume
+    if resume == "auto":
+        resume = checkpoint.latest(ckpt_dir)
+        progress.note(f"resuming from {resume}" if resume else f"--resume auto: no checkpoint under {ckpt_dir}, starting fresh")
     try:
+        if resume:
+            checkpoint.verify(resume)  # refuse a bad checkpoint before anything starts
         algo = config.build()
     except ValueError as exc:
         return _fail(EXIT_BAD_INPUT, str(exc))
+    if resume:
+        try:
+            algo.restore(resume)
+        except ValueError as exc:
+            algo.stop()
+            return _fail(EXIT_BAD_INPUT, str(exc))
     if algo.dashboard_url:
         progress.note(f"Ray dashboard: {algo.dashboard_url} (token auth: see ~/.ray/auth_token)")
     elif config.dashboard:
@@ -238,7 +261,11 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
             if time_to_solve is None and "reward" in rules and result["episode_reward_mean"] >= rules["reward"]:
                 time_to_solve = time.time() - process_start
             progress.update(result)
-            if _should_stop(rules, result):
+            stop = _should_stop(rules, result)
+            if (args.checkpoint_every and result["training_iteration"] % args.checkpoint_every == 0) or (
+                    stop and args.checkpoint_at_end):
+                _checkpoint(algo, ckpt_dir, args.keep_checkpoints, progress)
+            if stop:
                 break
     except KeyboardInterrupt:
         progress.note("interrupted")
@@ -257,6 +284,15 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
     if args.json:
         print(json.dumps({k: _jsonable(v) for k, v in final.items()}))
     return 0
+
+
+def _checkpoint(algo, ckpt_dir: str, keep: int, progress) -> None:
+    from relayrl import checkpoint
+
+    os.makedirs(ckpt_dir, exist_ok=True)
+    path = algo.save(os.path.join(ckpt_dir, f"ckpt-{algo.iteration:07d}"))
+    checkpoint.prune(ckpt_dir, keep)
+    progress.note(f"checkpoint {path}")
 
 
 def _jsonable(value: Any) -> Any:

@@ -17,7 +17,7 @@ from typing import Any, Callable, ClassVar
 
 from relayrl import checks as C
 
-GROUPS = ("environment", "rollouts", "resources", "training", "debugging", "reporting")
+GROUPS = ("environment", "rollouts", "resources", "training", "debugging", "reporting", "fault_tolerance")
 _CALLABLE_PREFIX = "callable:"
 
 
@@ -74,6 +74,11 @@ class Config:
     model: dict = knob(DEFAULT_MODEL, "training", C.model(MODEL_CHECKS), "network options: " + ", ".join(DEFAULT_MODEL))
     # --- debugging
     seed: Any = knob(None, "debugging", C.optional(C.integer(0)), "base seed: env i of worker w gets seed + 1000 * w + i")
+    # --- fault tolerance
+    max_worker_restarts: int = knob(3, "fault_tolerance", C.integer(0), "restarts allowed per rollout worker before the run stops with WorkerFailedError")
+    restart_backoff_s: float = knob(1.0, "fault_tolerance", C.number(0), "wait before a worker's k-th consecutive restart: restart_backoff_s * 2^(k-1)")
+    sample_timeout_s: Any = knob(300.0, "fault_tolerance", C.optional(C.number(0, strict=True)), "a worker that has not returned its fragment by then is restarted (None = wait forever)")
+    recreate_failed_envs: bool = knob(False, "fault_tolerance", C.boolean(), "rebuild a worker's envs in place when one raises, instead of restarting the worker")
     # --- reporting
     log_dir: Any = knob(None, "reporting", C.optional(C.string()), "directory for TensorBoard scalars (None = no files)")
     metrics_num_episodes_for_smoothing: int = knob(100, "reporting", C.integer(1), "completed episodes averaged in episode_reward_mean")
@@ -95,6 +100,9 @@ class Config:
 
     def debugging(self, **kwargs: Any) -> "Config":
         return self._update("debugging", kwargs)
+
+    def fault_tolerance(self, **kwargs: Any) -> "Config":
+        return self._update("fault_tolerance", kwargs)
 
     def reporting(self, **kwargs: Any) -> "Config":
         return self._update("reporting", kwargs)

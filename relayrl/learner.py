@@ -99,6 +99,13 @@ class Learner(tf.Module):
     def set_lr(self, lr: float) -> None:
         self.optimizer.lr.assign(lr)
 
+    def save_checkpoint(self, directory: str) -> None:
+        """A tf.train.Checkpoint of the model(s), the optimiser state and the hyper-parameter variables."""
+        tf.train.Checkpoint(learner=self).write(f"{directory}/learner")
+
+    def restore_checkpoint(self, directory: str) -> None:
+        tf.train.Checkpoint(learner=self).read(f"{directory}/learner").assert_existing_objects_matched()
+
     def set_hparam(self, name: str, value: float) -> None:
         self.hparams[name].assign(value)
 

@@ -37,6 +37,7 @@ class SamplerSettings:
     n_step: int = 1
     explore: dict | None = None  # Policy.set_explore settings; "apex_alpha" + "num_workers" spread epsilons
     num_env_threads: int = 0  # > 0: a ThreadedVectorEnv keeps that many slow envs stepping at once
+    recreate_failed_envs: bool = False  # rebuild the envs in place when one raises (else the error propagates)
 
 
 def batch_spec(spec: ModelSpec, postprocess: str = "gae") -> dict[str, tuple[tuple, type]]:
@@ -90,11 +91,31 @@ class RolloutWorker:
         self._prep = (lambda o: o) if already_prepared else (lambda o: preprocess_obs(settings.spec, o))
         n = settings.num_envs
         self.prev_done = np.zeros(n, dtype=bool)  # NEXT_STEP autoreset: the next step is a reset step
+        self.env_recreations = 0
         self.ep_return = np.zeros(n, dtype=np.float64)
         self.ep_length = np.zeros(n, dtype=np.int64)
 
     def set_weights(self, weights: list[np.ndarray], version: int) -> None:
         self.policy.set_weights(weights, version)
+
+    def get_state(self) -> dict:
+        """Everything that makes the next fragment what it will be: envs (see state_io), current
+        observations, episode accumulators and the action-noise RNG. JSON-able, no pickle."""
+        from relayrl import state_io
+
+        return {"obs": state_io.encode(self.obs), "prev_done": state_io.encode(self.prev_done),
+                "ep_return": state_io.encode(self.ep_return), "ep_length": state_io.encode(self.ep_length),
+                "policy_rng": self.policy.rng.bit_generator.state, "env": state_io.capture(self.env)}
+
+    def set_state(self, state: dict) -> None:
+        from relayrl import state_io
+
+        self.obs = state_io.decode(state["obs"])
+        self.prev_done = state_io.decode(state["prev_done"])
+        self.ep_return = state_io.decode(state["ep_return"])
+        self.ep_length = state_io.decode(state["ep_length"])
+        self.policy.rng.bit_generator.state = state["policy_rng"]
+        state_io.restore(self.env, state["env"])
 
     def set_explore(self, explore: dict) -> None:
         self.policy.set_explore(explore)
@@ -103,6 +124,34 @@ class RolloutWorker:
         return self.policy.get_weights(), self.policy.version
 
     def sample(self) -> Fragment:
+        """One fragment; an env that raises is rebuilt in place and the fragment resampled when
+        recreate_failed_envs is set (up to 3 times), else the error propagates with the worker named."""
+        for attempt in range(4):
+            try:
+                return self._sample()
+            except EnvError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any env failure: report or recover, never hide
+                if not self.s.recreate_failed_envs or attempt == 3:
+                    raise EnvError(f"environment {env_name(self.s.env)!r} raised on worker {self.worker_index}: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+                self._recreate_envs(attempt + 1)
+        raise AssertionError("unreachable")
+
+    def _recreate_envs(self, attempt: int) -> None:
+        try:
+            self.env.close()
+        except Exception:  # noqa: BLE001 - the broken env may not even close
+            pass
+        self.env = make_vector_env(self.s.env, self.s.env_config, self.s.num_envs, self.s.num_env_threads)
+        seed = env_seed(self.s.seed, self.worker_index)
+        raw_obs, _ = self.env.reset(seed=None if seed is None else seed + 100_000 * attempt)
+        self.obs = preprocess_obs(self.s.spec, raw_obs)
+        self.prev_done[:] = False
+        self.ep_return[:], self.ep_length[:] = 0.0, 0
+        self.env_recreations += 1
+
+    def _sample(self) -> Fragment:
         """Step all envs fragment_length times with one batched policy call per step.
 
         The loop body is kept to the policy call, env.step and array stores (it runs ~15k times a

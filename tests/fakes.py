@@ -54,3 +54,42 @@ class ImageEnv(gym.Env):
         reward = float(int(action) == int(self._obs.mean(axis=(0, 1)).argmax()))
         self._obs = self.np_random.integers(0, 255, (24, 24, 3), dtype=np.uint8)
         return self._obs, reward, False, False, {}
+
+
+class FaultyCartPole(gym.Wrapper):
+    """CartPole that injects one fault, once across all its copies and restarts (a marker file records it):
+    "raise" (env.step raises), "kill" (the worker process dies by SIGKILL) or "hang" (step blocks for 10 min),
+    at the `at_step`-th step of an env copy."""
+
+    def __init__(self, env_config: dict | None = None):
+        from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+        from gymnasium.wrappers import TimeLimit
+
+        super().__init__(TimeLimit(CartPoleEnv(), max_episode_steps=500))
+        cfg = env_config or {}
+        self.fault, self.at_step, self.marker = cfg.get("fault"), cfg.get("at_step", 100), cfg.get("marker")
+        self.steps = 0
+
+    def _claim(self) -> bool:
+        import os
+
+        try:
+            os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+            return True
+        except FileExistsError:
+            return False
+
+    def step(self, action):
+        self.steps += 1
+        if self.fault and self.steps == self.at_step and self._claim():
+            import os
+            import signal
+            import time
+
+            if self.fault == "raise":
+                raise RuntimeError("injected env failure")
+            if self.fault == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.fault == "hang":
+                time.sleep(600)
+        return self.env.step(action)

@@ -193,6 +193,31 @@ class DQN(Algorithm):
             self.publish_weights()
         return metrics
 
+    def extra_state(self) -> dict[str, Any]:
+        return {"update_debt": self._update_debt, "replay_rng": getattr(self.replay, "rng", None) and self.replay.rng.bit_generator.state}
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        self._update_debt = state.get("update_debt", 0.0)
+        if state.get("replay_rng") and hasattr(self.replay, "rng"):
+            self.replay.rng.bit_generator.state = state["replay_rng"]
+
+    def replay_state(self):
+        """In-process replay goes into the checkpoint; Redis replay already outlives the process."""
+        return self.replay.state() if isinstance(self.replay, UniformReplay) else None
+
+    def load_replay_state(self, state) -> None:
+        if isinstance(self.replay, UniformReplay):
+            self.replay.load_state(state)
+
+    def export_model(self):
+        """Serve greedy actions on Q; value = max_a Q."""
+        c: DQNConfig = self.config
+        model = QModel(self.spec, c.dueling, c.target_network_update_freq, c.tau)
+        model.set_weights(self.learner.get_weights())
+        model.head = lambda obs: model.q(obs)
+        model.value = lambda obs: tf.reduce_max(model.q(obs), axis=1)
+        return model
+
     def _learn(self, num_updates: int) -> dict[str, float]:
         """num_updates gradient steps in one compiled call, on num_updates fresh replay minibatches."""
         c: DQNConfig = self.config

@@ -52,6 +52,18 @@ class QTable:
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self.q = np.array(weights[0], np.float64)
 
+    def save_checkpoint(self, directory: str) -> None:
+        import os
+
+        os.makedirs(directory, exist_ok=True)
+        np.savez(os.path.join(directory, "table.npz"), q=self.q)
+
+    def restore_checkpoint(self, directory: str) -> None:
+        import os
+
+        with np.load(os.path.join(directory, "table.npz")) as data:
+            self.q = data["q"].copy()
+
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """Apply transitions in order (the tabular update is order-dependent)."""
         s = batch["obs"].argmax(axis=1)

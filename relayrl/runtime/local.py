@@ -28,6 +28,12 @@ class LocalWorkers:
     def object_store_bytes(self) -> int:
         return 0  # no object store without Ray
 
+    def get_states(self) -> list[dict]:
+        return [self.worker.get_state()]
+
+    def set_states(self, states: list[dict]) -> None:
+        self.worker.set_state(states[0])
+
     def healthy(self) -> int:
         return 1
 

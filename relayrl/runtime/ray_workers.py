@@ -11,7 +11,7 @@ import time
 import numpy as np
 import ray
 
-from relayrl.rollout import RolloutWorker, SamplerSettings
+from relayrl.rollout import EnvError, RolloutWorker, SamplerSettings
 from relayrl.types import Fragment
 
 # Workers on N cores must not each start N BLAS / TF threads and fight over them.
@@ -33,10 +33,17 @@ def init_ray(address: str | None = None, dashboard: bool = False) -> bool:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     if address is not None:
         extra: dict = {}  # joining a cluster: its head decides about the dashboard
-    elif dashboard:
-        extra = {"include_dashboard": True, "dashboard_host": "127.0.0.1"}
     else:
-        extra = {"include_dashboard": False}
+        # An embedded Ray keeps to loopback. Ray 2.60 rewrites _node_ip_address to the machine's address and
+        # listens on all interfaces unless its "clusters enabled" switch is off: that switch is read from
+        # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER when Ray is imported (here: already), so it is set both for the
+        # processes ray.init is about to start and on the imported constant. Joining a cluster (address
+        # given) leaves both alone. tests/integration/test_security.py lists every listening socket.
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+        extra = {"include_dashboard": dashboard, "_node_ip_address": "127.0.0.1"}
+        if dashboard:
+            extra["dashboard_host"] = "127.0.0.1"
     global _dashboard_url
     context = ray.init(
         address=address,
@@ -80,24 +87,58 @@ class RayRolloutWorker(RolloutWorker):
         return self.worker_index
 
 
+class WorkerFailedError(RuntimeError):
+    """A rollout worker kept failing past its restart budget."""
+
+    def __init__(self, worker_index: int, restarts: int, last_error: BaseException):
+        super().__init__(f"rollout worker {worker_index} failed {restarts} times (max_worker_restarts reached); "
+                         f"last error: {type(last_error).__name__}: {last_error}")
+        self.worker_index, self.restarts, self.last_error = worker_index, restarts, last_error
+
+
 class RayWorkers:
+    """Synchronous fleet with fault tolerance: a worker that dies, raises, or misses sample_timeout_s is
+    killed and re-created (exponential backoff), and its fragment is resampled with the same weights
+    version, so a synchronous update never loses a fragment nor mixes in stale ones."""
+
     def __init__(self, settings: SamplerSettings, num_workers: int, num_cpus_per_worker: float, address: str | None,
                  dashboard: bool = False, worker_cls: type | None = None):
         self._owns_ray = init_ray(address, dashboard)
-        actor_cls = ray.remote(worker_cls or RayRolloutWorker)
-        self.actors = [
-            actor_cls.options(num_cpus=num_cpus_per_worker, scheduling_strategy="SPREAD").remote(settings, i + 1)
-            for i in range(num_workers)
-        ]
+        # Small constructor arguments only (SamplerSettings): Ray can re-create such an actor at any time.
+        self._make = lambda i: ray.remote(worker_cls or RayRolloutWorker).options(
+            num_cpus=num_cpus_per_worker, scheduling_strategy="SPREAD").remote(settings, i + 1)
+        self.actors = [self._make(i) for i in range(num_workers)]
         self.num_workers = num_workers
+        self.max_restarts, self.backoff_s, self.timeout_s = 3, 1.0, None
+        self.restarts = [0] * num_workers  # per worker, against the budget
+        self._consecutive = [0] * num_workers  # for the backoff
+        self.restarts_total = 0
+        self.lost_fragments = 0  # fragments dropped for good: none, every failed one is resampled
         self._weights_ref = None
         self._version = -1
         self.last_latencies_s: list[float] = []
         self._gcs_state, self._store_bytes, self._store_checked_at = None, 0, float("-inf")
 
+    def set_fault_tolerance(self, max_restarts: int, backoff_s: float, timeout_s: float | None) -> None:
+        self.max_restarts, self.backoff_s, self.timeout_s = max_restarts, backoff_s, timeout_s
+
     def wait_ready(self) -> None:
         """Block until every actor is constructed (raises the constructor's error if one failed)."""
         ray.get([a.ping.remote() for a in self.actors])
+
+    def _restart(self, i: int, error: BaseException) -> None:
+        self.restarts[i] += 1
+        self._consecutive[i] += 1
+        self.restarts_total += 1
+        if self.restarts[i] > self.max_restarts:
+            raise WorkerFailedError(i + 1, self.restarts[i], error)
+        logging.getLogger("relayrl").warning("restarting rollout worker %d after %s: %s", i + 1, type(error).__name__, error)
+        try:
+            ray.kill(self.actors[i], no_restart=True)
+        except Exception:  # noqa: BLE001 - it may be dead already
+            pass
+        time.sleep(self.backoff_s * 2 ** (self._consecutive[i] - 1))
+        self.actors[i] = self._make(i)  # pulls the current weights on its first sample_with call
 
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
         # One ray.put per version; dropping the previous ref lets the object store free it.
@@ -114,17 +155,35 @@ class RayWorkers:
         self._version = version
 
     def sample(self, explore: dict | None = None) -> list[Fragment]:
-        """One fragment per worker; also records each call's round-trip latency (last_latencies_s).
-        `explore` (e.g. the current epsilon) is applied on every worker before it samples."""
+        """One fragment per worker, all sampled with the current weights version; records each call's
+        round-trip latency (last_latencies_s). `explore` (e.g. the current epsilon) is applied first.
+        Failed or hung workers are restarted and their fragment resampled (see the class docstring)."""
         start = time.perf_counter()
-        refs = [a.sample_with.remote([self._weights_ref], self._version, explore) for a in self.actors]
-        finished: dict = {}
-        pending = list(refs)
+        launch = lambda i: self.actors[i].sample_with.remote([self._weights_ref], self._version, explore)  # noqa: E731
+        pending = {launch(i): i for i in range(len(self.actors))}
+        fragments: dict[int, Fragment] = {}
+        latencies = [0.0] * len(self.actors)
+        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
-            finished[ready[0]] = time.perf_counter() - start
-        self.last_latencies_s = [finished[r] for r in refs]
-        return ray.get(refs)
+            wait_s = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=wait_s)
+            if not ready:  # past the deadline: every worker still sampling is hung
+                for ref, i in list(pending.items()):
+                    del pending[ref]
+                    self._restart(i, TimeoutError(f"no fragment within sample_timeout_s={self.timeout_s}"))
+                    pending[launch(i)] = i
+                deadline = time.monotonic() + self.timeout_s
+                continue
+            i = pending.pop(ready[0])
+            try:
+                fragments[i] = ray.get(ready[0])
+                latencies[i] = time.perf_counter() - start
+                self._consecutive[i] = 0
+            except (ray.exceptions.RayError, EnvError) as exc:
+                self._restart(i, getattr(exc, "cause", None) or exc)
+                pending[launch(i)] = i
+        self.last_latencies_s = latencies
+        return [fragments[i] for i in range(len(self.actors))]
 
     def object_store_bytes(self) -> int:
         """Bytes in the object store, asked of the raylet at most every 2 s (~4 ms per ask here)."""
@@ -140,6 +199,14 @@ class RayWorkers:
             except Exception:  # noqa: BLE001 - a metric must never stop training
                 pass
         return self._store_bytes
+
+    def get_states(self) -> list[dict]:
+        return ray.get([a.get_state.remote() for a in self.actors])
+
+    def set_states(self, states: list[dict]) -> None:
+        if len(states) != len(self.actors):
+            raise ValueError(f"checkpoint holds {len(states)} worker states, this run has {len(self.actors)} workers")
+        ray.get([a.set_state.remote(s) for a, s in zip(self.actors, states)])
 
     def healthy(self) -> int:
         return len(self.actors)
@@ -172,6 +239,12 @@ class LearnerHost:
 
     def set_lr(self, lr: float) -> None:
         self.learner.set_lr(lr)
+
+    def save_checkpoint(self, directory: str) -> None:
+        self.learner.save_checkpoint(directory)
+
+    def restore_checkpoint(self, directory: str) -> None:
+        self.learner.restore_checkpoint(directory)
 
     def placement(self) -> dict:
         """Where the learner's variables live and what this process can see (for checks and logs)."""
@@ -221,6 +294,14 @@ class RemoteLearner:
 
     def set_lr(self, lr: float) -> None:
         ray.get(self.actor.set_lr.remote(lr))
+
+    def save_checkpoint(self, directory: str) -> None:
+        """The actor writes its TF checkpoint (models and optimiser) itself: the directory must be on a file
+        system it shares with the driver (always true on one machine)."""
+        ray.get(self.actor.save_checkpoint.remote(directory))
+
+    def restore_checkpoint(self, directory: str) -> None:
+        ray.get(self.actor.restore_checkpoint.remote(directory))
 
     def stop(self) -> None:
         if self.actor is not None:
