@@ -27,6 +27,7 @@ class ApeXConfig(DQNConfig):
     worker_cache_rows: int = knob(500, "training", C.integer(1), "rows a worker caches before uploading to its shard")
     weights_pull_every: int = knob(4, "training", C.integer(1), "fragments a worker samples between weight pulls")
     updates_per_iteration: int = knob(32, "training", C.integer(1), "gradient steps per learner call (one train() iteration)")
+    replay_snapshot_every: int = knob(50, "training", C.integer(1), "learner iterations between snapshots of the replay shards (a dead shard restarts from its snapshot)")
 
     def validate(self) -> None:
         super().validate()
@@ -52,9 +53,17 @@ class ApeX(DQN):
         ray.get([actor.attach_replay.remote(self.replay.shards[i % c.num_replay_shards], c.worker_cache_rows,
                                             c.weights_pull_every, c.dueling)
                  for i, actor in enumerate(self.workers.actors)])
+        self.replay.on_restore = self._reattach
         self.sampling = AsyncSampling(self.workers.actors, "sample_into_replay")
         self.sampling.set_weights_ref(self.workers.weights_ref, self.weights_version)
         self._updates_done = 0
+
+    def _reattach(self, shard_index: int, shard) -> None:
+        c: ApeXConfig = self.config
+        import ray
+
+        ray.get([actor.attach_replay.remote(shard, c.worker_cache_rows, c.weights_pull_every, c.dueling)
+                 for i, actor in enumerate(self.workers.actors) if i % c.num_replay_shards == shard_index])
 
     def worker_class(self):
         from relayrl.runtime.replay_actors import ApexRolloutWorker
@@ -91,10 +100,13 @@ class ApeX(DQN):
             batch = self.replay.sample(K * B, beta if c.prioritized_replay else None)
             metrics.update(self.learner.update(batch, np.arange(K * B).reshape(K, B)))
             self._updates_done += K
+            if (self._updates_done // K) % c.replay_snapshot_every == 0:
+                self.replay.snapshot()
             if c.prioritized_replay:
                 self.replay.update_priorities(batch["shard"], batch["indices"], self.learner.last_rows.reshape(-1))
         with self.timers("sync"):
             self.publish_weights()
+        metrics["replay_shard_restarts"] = float(self.replay.restarts)
         return metrics
 
     def stop(self) -> None:

@@ -43,6 +43,13 @@ class ReplayShard:
     def stats(self) -> dict:
         return {"size": len(self.buffer), "added_total": self.buffer.added_total}
 
+    def state(self) -> dict:
+        return self.buffer.state()
+
+    def load_state(self, state: dict) -> int:
+        self.buffer.load_state(state)
+        return len(self.buffer)
+
 
 class ReplayCache:
     """Worker-side buffer of rows (and initial priorities) sent to one shard once `flush_rows` accumulate."""
@@ -52,7 +59,8 @@ class ReplayCache:
         self._rows: list[dict] = []
         self._priorities: list[np.ndarray] = []
         self._count = 0
-        self._pending: list = []  # in-flight uploads; bounded so a slow shard applies back-pressure
+        self._pending: list = []  # in-flight uploads (ref, rows); bounded so a slow shard applies back-pressure
+        self._unsent: list = []  # uploads a dead shard never acknowledged
 
     def add(self, batch: dict, priorities: np.ndarray | None = None) -> None:
         self._rows.append(batch)
@@ -67,20 +75,58 @@ class ReplayCache:
             return
         batch = {k: np.concatenate([r[k] for r in self._rows]) for k in self._rows[0]}
         priorities = np.concatenate(self._priorities) if self._priorities else None
-        self._pending.append(self.shard.add.remote(batch, priorities))
+        self._pending.append((self.shard.add.remote(batch, priorities), batch, priorities))
         self._rows, self._priorities, self._count = [], [], 0
-        if len(self._pending) > 2:
-            ray.get(self._pending.pop(0))
+        while len(self._pending) > 2:
+            ref, batch, priorities = self._pending.pop(0)
+            try:
+                ray.get(ref)
+            except ray.exceptions.RayActorError:  # the shard died: keep the rows for its replacement
+                self._unsent.append((batch, priorities))
+
+    def retarget(self, shard) -> None:
+        """Point at a restored shard and resend every upload the dead one may not have stored."""
+        self.shard = shard
+        retry, self._unsent = self._unsent + [(b, p) for _, b, p in self._pending], []
+        self._pending = []
+        for batch, priorities in retry:
+            self._pending.append((shard.add.remote(batch, priorities), batch, priorities))
 
 
 class ShardedReplay:
+    """Shard actors plus the driver's last snapshot of each: a shard that dies is re-created from its
+    snapshot (rows added since are resent by the workers' caches, see ReplayCache.retarget)."""
+
     def __init__(self, num_shards: int, capacity: int, prioritized: bool = False, alpha: float = 0.6,
                  seed: int | None = None):
         actor = ray.remote(ReplayShard).options(num_cpus=0)  # mostly idle memory: reserve no CPU
         per_shard = max(1, capacity // num_shards)
-        self.shards = [actor.remote(per_shard, prioritized, alpha, None if seed is None else seed + i)
-                       for i in range(num_shards)]
+        self._make = lambda i: actor.remote(per_shard, prioritized, alpha, None if seed is None else seed + i)
+        self.shards = [self._make(i) for i in range(num_shards)]
         self.prioritized = prioritized
+        self.snapshots: list[dict | None] = [None] * num_shards
+        self.restarts = 0
+        self.on_restore = None  # callback(shard_index, new_shard): re-attach the workers that fed it
+
+    def snapshot(self) -> None:
+        """Copy every shard's arrays to the driver (kept in memory; a checkpoint may write them out)."""
+        for i, state in enumerate(ray.get([s.state.remote() for s in self.shards])):
+            self.snapshots[i] = state
+
+    def restore_shard(self, i: int) -> None:
+        import logging
+
+        logging.getLogger("relayrl").warning("replay shard %d died; restoring it from its last snapshot", i)
+        try:
+            ray.kill(self.shards[i], no_restart=True)
+        except Exception:  # noqa: BLE001 - already dead
+            pass
+        self.shards[i] = self._make(i)
+        if self.snapshots[i] is not None:
+            ray.get(self.shards[i].load_state.remote(self.snapshots[i]))
+        self.restarts += 1
+        if self.on_restore is not None:
+            self.on_restore(i, self.shards[i])
 
     def add(self, batch: dict) -> None:
         """Driver-side add: rows dealt round-robin in contiguous blocks, one call per shard."""
@@ -101,10 +147,17 @@ class ShardedReplay:
     def sample_async(self, n: int, beta: float | None = None) -> list:
         """Ask every non-empty shard for its share of n rows; resolve with `gather`."""
         share = int(np.ceil(n / len(self.shards)))
+        self._last_request = (share, beta)
         return [s.sample.remote(share, beta) for s in self.shards]
 
     def gather(self, refs: list, n: int) -> dict:
-        parts = ray.get(refs)
+        parts = []
+        for i, ref in enumerate(refs):
+            try:
+                parts.append(ray.get(ref))
+            except ray.exceptions.RayActorError:
+                self.restore_shard(i)
+                parts.append(ray.get(self.shards[i].sample.remote(*self._last_request)))
         out = {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}
         out["shard"] = np.concatenate([np.full(len(p["indices"]), i) for i, p in enumerate(parts)])[:n]
         return out
@@ -148,6 +201,9 @@ class ReplayFeedingWorker:
     are pulled at most every `pull_every` fragments."""
 
     def attach_replay(self, shard, flush_rows: int, pull_every: int, dueling: bool) -> None:
+        if getattr(self, "cache", None) is not None:  # a restored shard: keep the cache, resend what may be lost
+            self.cache.retarget(shard)
+            return
         self.cache = ReplayCache(shard, flush_rows)
         self.pull_every, self.dueling = pull_every, dueling
         self._since_pull = pull_every  # the first call pulls

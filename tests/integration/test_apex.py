@@ -15,10 +15,12 @@ def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
     try:
         epsilons = ray.get([a.__ray_call__.remote(lambda self: self.policy._epsilon) for a in algo.workers.actors])
         np.testing.assert_allclose(sorted(epsilons, reverse=True), [0.4, 0.4 ** 8])
-        learned = 0
+        learned, lags = 0, []
         for _ in range(200):
             result = algo.train()
             learned += "learner/loss" in result
+            if "workers/policy_lag_mean" in result:  # iterations that harvested fragments
+                lags.append(result["workers/policy_lag_mean"])
             if learned >= 5:
                 break
         assert learned >= 5 and np.isfinite(result["learner/loss"])
@@ -27,6 +29,28 @@ def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
         # priorities came back from the learner: the trees no longer hold only the initial priorities
         totals = ray.get([s.__ray_call__.remote(lambda self: self.buffer.tree.total) for s in algo.replay.shards])
         assert all(t > 0 for t in totals)
-        assert result["workers/policy_lag_mean"] >= 0
+        assert lags and min(lags) >= 0
+    finally:
+        algo.stop()
+
+
+def test_a_killed_replay_shard_is_restored_from_its_snapshot(ray_session):
+    config = (ApeXConfig().environment("CartPole-v1")
+              .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=25)
+              .training(learning_starts=300, train_batch_size=32, updates_per_iteration=8, worker_cache_rows=100,
+                        num_replay_shards=2, replay_snapshot_every=2).debugging(seed=0))
+    algo = config.build()
+    try:
+        learned = 0
+        while learned < 4:
+            learned += "learner/loss" in algo.train()
+        assert all(s is not None for s in algo.replay.snapshots)
+        snapshot_rows = int(algo.replay.snapshots[0]["meta"][2])
+        ray.kill(algo.replay.shards[0], no_restart=True)  # the shard actor dies with its data
+        for _ in range(10):
+            result = algo.train()
+        assert result["learner/replay_shard_restarts"] == 1
+        assert np.isfinite(result["learner/loss"])
+        assert ray.get(algo.replay.shards[0].size.remote()) >= snapshot_rows
     finally:
         algo.stop()
