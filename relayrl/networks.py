@@ -65,7 +65,8 @@ def spec_from_spaces(obs_space: gym.Space, action_space: gym.Space, model: dict,
     obs_kind, obs_shape = _obs_layout(obs_space)
     action_kind, nvec = action_layout(action_space)
     if head is not None and action_kind == "gaussian":
-        assert head in CONTINUOUS_HEADS, head
+        if head not in CONTINUOUS_HEADS:
+            raise ValueError(f"policy head {head!r} is not one of {CONTINUOUS_HEADS}")
         action_kind = head
     act = model["fcnet_activation"]
     hiddens = list(model["fcnet_hiddens"])
