@@ -1,8 +1,8 @@
 """The policy server's boundary: every malformed request gets a 4xx and a message saying what is
 wrong, and the server keeps serving afterwards. A real server on loopback, raw HTTP."""
 import http.client
-import re
 import json
+import re
 
 import pytest
 
