@@ -167,6 +167,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._reply(200, self.server_app.status())
         except RequestError as exc:
             self._reply(exc.status, {"error": exc.message})
+        except Exception as exc:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            self._reply(500, {"error": f"internal error: {type(exc).__name__}: {exc}"})
 
     def _authorize(self) -> None:
         if not self.server_app.authorized(self.headers.get("Authorization")):
