@@ -13,7 +13,7 @@ import time
 
 import gymnasium as gym
 
-from relayrl.policy_server import PolicyClient
+from relayrl.policy_server import PolicyClient, PolicyServerError
 
 
 def run(address: str, seed: int = 0, max_seconds: float = 600.0, max_episodes: int | None = None) -> int:
@@ -37,6 +37,9 @@ def run(address: str, seed: int = 0, max_seconds: float = 600.0, max_episodes: i
                     break
     except (ConnectionError, OSError):
         pass  # the server stopped (e.g. it reached its --stop-reward): nothing more to do
+    except PolicyServerError as exc:
+        if exc.status != 503:  # 503: the server is stopping (or overloaded); anything else is a bug to show
+            raise
     finally:
         client.close()
         env.close()

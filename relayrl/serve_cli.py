@@ -75,7 +75,8 @@ def _build_config(args: argparse.Namespace):
     if "model" in overrides:
         overrides["model"] = {**config.model, **overrides["model"]}
     config.update_from_dict(overrides)
-    config.update_from_dict({"num_rollout_workers": 0, "seed": args.seed, "log_dir": args.logdir})
+    flags = {"seed": args.seed, "log_dir": args.logdir}
+    config.update_from_dict({"num_rollout_workers": 0, **{k: v for k, v in flags.items() if v is not None}})
     return config, codec
 
 

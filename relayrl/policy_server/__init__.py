@@ -8,8 +8,9 @@ HTTP with JSON (the shape of RLlib's policy server / client), and the server tra
     eid = client.start_episode()
     action = client.get_action(eid, obs); client.log_returns(eid, reward); ...; client.end_episode(eid, obs)
 
-Modules: `wire` (JSON <-> numpy, request validation), `episodes` (episode bookkeeping, batched
-inference, fragments for the normal training path), `http_server`, `client`.
+Modules: `wire` (JSON <-> numpy, request validation), `batcher` (one forward pass for many requests),
+`episodes` (episode bookkeeping, fragments for the normal training path), `http_server`, `serve` (the
+algorithm behind the server), `client`.
 """
 from relayrl.policy_server.client import PolicyClient, PolicyServerError
 

@@ -146,11 +146,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's naming
         try:
+            raw = self._read_body()
+            self._authorize()  # before anything else is said about the request
             route = self.server_app.routes.get(self.path)
             if route is None:
                 raise RequestError(404, f"unknown path {self.path!r}; allowed: {', '.join(self.server_app.routes)}, GET /status")
-            raw = self._read_body()
-            self._authorize()
             self._reply(200, route(_parse_json(raw)))
         except RequestError as exc:
             self._reply(exc.status, {"error": exc.message})
@@ -160,13 +160,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802
         try:
+            self._authorize()
             if self.path != "/status":
                 raise RequestError(405 if self.path in self.server_app.routes else 404,
                                    f"GET {self.path}: use POST for {', '.join(self.server_app.routes)}; GET only /status")
-            self._authorize()
             self._reply(200, self.server_app.status())
         except RequestError as exc:
             self._reply(exc.status, {"error": exc.message})
+        except Exception as exc:  # noqa: BLE001
+            traceback.print_exc(file=sys.stderr)
+            self._reply(500, {"error": f"internal error: {type(exc).__name__}: {exc}"})
 
     def _authorize(self) -> None:
         if not self.server_app.authorized(self.headers.get("Authorization")):

@@ -2,6 +2,7 @@
 wrong, and the server keeps serving afterwards. A real server on loopback, raw HTTP."""
 import http.client
 import json
+import re
 
 import pytest
 
@@ -122,3 +123,21 @@ def test_served_experience_reaches_the_learner_and_new_weights_are_served():
 def test_non_loopback_needs_a_token():
     with pytest.raises(ValueError, match="needs a shared-secret token"):
         ServedAlgorithm(PPOConfig().environment("CartPole-v1"), host="0.0.0.0")
+
+
+@pytest.mark.parametrize("env_id,good_obs,bad_obs,message,check_action", [
+    ("Pendulum-v1", [1.0, 0.0, 0.5], [1.0, 0.0], "observation has shape (2,), expected (3,)",
+     lambda a: isinstance(a, list) and len(a) == 1 and -2.0 <= a[0] <= 2.0),  # Box action: clipped floats
+    ("FrozenLake-v1", 5, 16, "observation must be an integer in [0, 15]", lambda a: a in (0, 1, 2, 3)),
+])
+def test_other_spaces_on_the_wire(env_id, good_obs, bad_obs, message, check_action):
+    served = ServedAlgorithm(PPOConfig().environment(env_id).training(train_batch_size=64, sgd_minibatch_size=32)).start()
+    try:
+        client = PolicyClient(served.url)
+        eid = client.start_episode()
+        assert check_action(client.get_action(eid, good_obs))
+        with pytest.raises(PolicyServerError, match=re.escape(message)):
+            client.get_action(eid, bad_obs)
+        client.close()
+    finally:
+        served.stop()

@@ -52,3 +52,4 @@ def test_episode_window_is_carried_across_iterations(algo):
     result = algo.train()
     assert result["episodes_total"] >= before
     assert len(algo.episodes.returns) == min(result["episodes_total"], 100)
+
