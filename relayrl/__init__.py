@@ -16,6 +16,10 @@ _LAZY = {
     "DQNConfig": ("relayrl.algos.dqn", "DQNConfig"),
     "DQN": ("relayrl.algos.dqn", "DQN"),
     "QLearningConfig": ("relayrl.algos.qlearning", "QLearningConfig"),
+    "SACConfig": ("relayrl.algos.sac", "SACConfig"),
+    "SAC": ("relayrl.algos.sac", "SAC"),
+    "TD3Config": ("relayrl.algos.td3", "TD3Config"),
+    "TD3": ("relayrl.algos.td3", "TD3"),
     "Algorithm": ("relayrl.algorithm", "Algorithm"),
     "Config": ("relayrl.config", "Config"),
 }

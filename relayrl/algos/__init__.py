@@ -8,6 +8,8 @@ REGISTRY = {
     "ppo": ("relayrl.algos.ppo", "PPOConfig", "PPO"),
     "dqn": ("relayrl.algos.dqn", "DQNConfig", "DQN"),
     "qlearning": ("relayrl.algos.qlearning", "QLearningConfig", "QLearning"),
+    "sac": ("relayrl.algos.sac", "SACConfig", "SAC"),
+    "td3": ("relayrl.algos.td3", "TD3Config", "TD3"),
 }
 
 
