@@ -6,6 +6,7 @@ of an iteration's steps in one compiled call. Each algorithm supplies its model,
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -61,6 +62,7 @@ class ReplayActorCritic(Algorithm):
         self.replay = UniformReplay(config.replay_buffer_capacity, seed=config.seed)
         self._update_debt = 0.0  # fractional gradient steps owed by the replay ratio
         self.num_updates_total = 0
+        self.learn_time_total_s = 0.0  # for gradient updates/s of the compiled update alone
 
     @classmethod
     def check_env(cls, config: Config):
@@ -102,9 +104,12 @@ class ReplayActorCritic(Algorithm):
         self._update_debt -= num_updates
         with self.timers("learn"):
             batch = self.replay.sample(num_updates * c.train_batch_size)
+            start = time.perf_counter()
             metrics.update(self.learner.update(batch, np.arange(len(batch["weights"])).reshape(num_updates, -1)))
+            self.learn_time_total_s += time.perf_counter() - start
         self.num_updates_total += num_updates
-        metrics.update(num_updates=float(num_updates), num_updates_total=float(self.num_updates_total))
+        metrics.update(num_updates=float(num_updates), num_updates_total=float(self.num_updates_total),
+                       update_time_total_s=self.learn_time_total_s)
         with self.timers("sync"):
             self.publish_weights()
         return metrics
