@@ -70,7 +70,8 @@ class Learner(tf.Module):
         Several optimisers (actor-critic methods: SAC, TD3): a model with `variable_groups` ({name: variables},
         the first group stepped every SGD step) gets one Adam per group with lr[name]; the loss then returns
         ({name: loss}, metrics) and each group follows the gradient of its own loss only. apply_every[name] = d
-        applies that group's update on every d-th SGD step only (TD3's delayed actor)."""
+        applies that group's update on every d-th SGD step only (TD3's delayed actor). grad_clip applies to
+        each group's gradients separately; the reported grad_gnorm is over all groups."""
         super().__init__(name="learner")
         self.spec = spec
         self.strategy = strategy or tf.distribute.get_strategy()
