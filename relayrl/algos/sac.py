@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from relayrl import checks as C
-from relayrl.algos.replay_actor_critic import ReplayActorCritic, ReplayActorCriticConfig, policy_variables
+from relayrl.algos.replay_actor_critic import ReplayActorCritic, ReplayActorCriticConfig
 from relayrl.config import knob
 from relayrl.tf_import import tf
+
+if TYPE_CHECKING:
+    from relayrl.actor_critic_models import SACModel
 
 
 @dataclass
@@ -25,41 +26,6 @@ class SACConfig(ReplayActorCriticConfig):
 
 
 SAC_METRICS = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q_mean", "target_mean")
-
-
-class SACModel(tf.Module):
-    """Actor (the workers' layout), twin critics, their Polyak targets and log(alpha)."""
-
-    def __init__(self, spec, c: SACConfig):
-        super().__init__(name="sac_model")
-        from relayrl.critics import TwinQ
-        from relayrl.keras_models import ActorCritic
-
-        obs_dim, self.action_dim = int(np.prod(spec.obs_shape)), spec.action_nvec[0]
-        hiddens, act = c.critic_hiddens, c.model["fcnet_activation"]
-        self.actor = ActorCritic(spec, name="actor")
-        self.critics = TwinQ(obs_dim, self.action_dim, hiddens, act, c.seed, name="critics")
-        self.target_critics = TwinQ(obs_dim, self.action_dim, hiddens, act, c.seed, name="target_critics")
-        self.log_alpha = tf.Variable(np.log(c.initial_alpha), dtype=tf.float32, name="log_alpha")
-        self.tau = c.tau
-        self.rng = tf.random.Generator.from_seed(c.seed) if c.seed is not None else tf.random.Generator.from_non_deterministic_state()
-        self.ordered_variables = self.actor.ordered_variables
-        self.variable_groups = {"critic": self.critics.ordered_variables, "actor": policy_variables(self.actor),
-                                "alpha": [self.log_alpha]}
-
-    def draw_noise(self, rows: tf.Tensor) -> tf.Tensor:
-        return self.rng.normal(tf.stack([rows, self.action_dim]))
-
-    def get_weights(self) -> list[np.ndarray]:
-        return self.actor.get_weights()
-
-    def set_weights(self, weights: list[np.ndarray]) -> None:
-        self.actor.set_weights(weights)
-
-    def after_step(self, step: tf.Tensor) -> None:
-        from relayrl.critics import polyak
-
-        polyak(self.target_critics.ordered_variables, self.critics.ordered_variables, self.tau)
 
 
 def sac_loss(model: SACModel, mb: dict, hp: dict, target_entropy: float, noise: tuple | None = None) -> tuple[dict, dict]:
@@ -95,6 +61,7 @@ class SAC(ReplayActorCritic):
 
     @staticmethod
     def build_learner(spec, c: SACConfig, strategy=None):
+        from relayrl.actor_critic_models import SACModel
         from relayrl.learner import Learner
 
         target_entropy = -float(spec.action_nvec[0]) if c.target_entropy == "auto" else float(c.target_entropy)

@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from relayrl import checks as C
-from relayrl.algos.replay_actor_critic import ReplayActorCritic, ReplayActorCriticConfig, policy_variables
+from relayrl.algos.replay_actor_critic import ReplayActorCritic, ReplayActorCriticConfig
 from relayrl.config import knob
 from relayrl.tf_import import tf
+
+if TYPE_CHECKING:
+    from relayrl.actor_critic_models import TD3Model
 
 
 @dataclass
@@ -31,46 +32,6 @@ class TD3Config(ReplayActorCriticConfig):
 
 
 TD3_METRICS = ("critic_loss", "actor_loss", "q_mean", "target_mean")
-
-
-class TD3Model(tf.Module):
-    """Actor (the workers' layout) and twin critics, each with a Polyak-averaged target."""
-
-    def __init__(self, spec, c: TD3Config):
-        super().__init__(name="td3_model")
-        from relayrl.critics import TwinQ
-        from relayrl.keras_models import ActorCritic
-
-        obs_dim, self.action_dim = int(np.prod(spec.obs_shape)), spec.action_nvec[0]
-        hiddens, act = c.critic_hiddens, c.model["fcnet_activation"]
-        self.actor, self.target_actor = ActorCritic(spec, name="actor"), ActorCritic(spec, name="target_actor")
-        self.critics = TwinQ(obs_dim, self.action_dim, hiddens, act, c.seed, name="critics")
-        self.target_critics = TwinQ(obs_dim, self.action_dim, hiddens, act, c.seed, name="target_critics")
-        self.tau, self.policy_delay = c.tau, c.policy_delay
-        self.rng = tf.random.Generator.from_seed(c.seed) if c.seed is not None else tf.random.Generator.from_non_deterministic_state()
-        self.ordered_variables = self.actor.ordered_variables
-        self.variable_groups = {"critic": self.critics.ordered_variables, "actor": policy_variables(self.actor)}
-
-    def draw_noise(self, rows: tf.Tensor) -> tf.Tensor:
-        return self.rng.normal(tf.stack([rows, self.action_dim]))
-
-    def get_weights(self) -> list[np.ndarray]:
-        return self.actor.get_weights()
-
-    def set_weights(self, weights: list[np.ndarray]) -> None:
-        self.actor.set_weights(weights)
-        self.target_actor.set_weights(weights)
-
-    def after_step(self, step: tf.Tensor) -> None:
-        """Targets follow on the actor's (delayed) steps only, as in the paper."""
-        from relayrl.critics import polyak
-
-        def update():
-            polyak(self.target_critics.ordered_variables, self.critics.ordered_variables, self.tau)
-            polyak(policy_variables(self.target_actor), policy_variables(self.actor), self.tau)
-            return tf.constant(0)
-
-        tf.cond(step % self.policy_delay == 0, update, lambda: tf.constant(0))
 
 
 def td3_loss(model: TD3Model, mb: dict, hp: dict, target_noise: float, noise_clip: float,
@@ -109,6 +70,7 @@ class TD3(ReplayActorCritic):
 
     @staticmethod
     def build_learner(spec, c: TD3Config, strategy=None):
+        from relayrl.actor_critic_models import TD3Model
         from relayrl.learner import Learner
 
         loss = functools.partial(td3_loss, target_noise=c.target_noise, noise_clip=c.target_noise_clip)

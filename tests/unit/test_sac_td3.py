@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from relayrl import networks
-from relayrl.algos.sac import SAC, SACConfig, SACModel, sac_loss
-from relayrl.algos.td3 import TD3, TD3Config, TD3Model, td3_loss
+from relayrl.actor_critic_models import SACModel, TD3Model
+from relayrl.algos.sac import SAC, SACConfig, sac_loss
+from relayrl.algos.td3 import TD3, TD3Config, td3_loss
 from relayrl.rollout import worker_explore
 from relayrl.tf_import import tf
 
@@ -177,3 +178,14 @@ def test_config_errors_name_the_field():
         TD3Config().training(policy_delay=0)
     with pytest.raises(ValueError, match="SACConfig.lr_schedule"):
         SACConfig().environment("Pendulum-v1").training(lr_schedule=[[0, 1e-3], [100, 1e-4]]).validate()
+
+
+def test_configs_import_without_tensorflow():
+    import subprocess
+    import sys
+
+    code = ("import sys; from relayrl import SACConfig, TD3Config; "
+            "[c().environment('Pendulum-v1').validate() for c in (SACConfig, TD3Config)]; "
+            "print('tensorflow' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "False", out.stderr[-2000:]
