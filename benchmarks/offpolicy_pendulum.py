@@ -5,8 +5,8 @@
     python benchmarks/offpolicy_pendulum.py [--algos sac td3] [--seeds 0 1] [--no-sb3-size]
 
 Per run it prints: time to solve, env steps, gradient updates, updates/s over the training loop (sampling
-included: how Stable-Baselines3's figure is counted) and updates/s of the compiled update alone. Then, in this
-process, the update rate at Stable-Baselines3's zoo network size (256x256 actor and critics, batch 256), which
+included: how Stable-Baselines3's figure is counted) and updates/s of the compiled update alone. Then, in fresh
+processes, the update rate at Stable-Baselines3's zoo network size (256x256 actor and critics, batch 256), which
 is the like-for-like comparison for the updates/s figure. Ratios are against the issue's reference figures
 (SB3 zoo SAC 33.8 s and 134 updates/s, TD3 43.5 s), measured on this kind of machine but not in this run.
 """
@@ -36,8 +36,9 @@ def run(algo: str, seed: int) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def update_rate_at_sb3_size(algo: str, steps: int = 64, repeats: int = 5) -> float:
-    """Gradient updates/s of the compiled update with SB3's zoo sizes, K = steps updates per call."""
+def update_rate_at_sb3_size(algo: str, threads: int, steps: int = 64, repeats: int = 5) -> float:
+    """Gradient updates/s of the compiled update with SB3's zoo sizes, K = steps updates per call, on
+    `threads` TensorFlow intra-op threads (set once per process: run it in a fresh one)."""
     import gymnasium as gym
     import numpy as np
 
@@ -45,7 +46,7 @@ def update_rate_at_sb3_size(algo: str, steps: int = 64, repeats: int = 5) -> flo
     from relayrl.algos import algorithm_class, config_class
     from relayrl.placement import configure_tensorflow
 
-    configure_tensorflow(0, "auto", True)
+    configure_tensorflow(0, threads, True)
     cls = algorithm_class(algo)
     config = config_class(algo)().training(model={"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"},
                                            critic_hiddens=[256, 256], train_batch_size=256).debugging(seed=0)
@@ -69,7 +70,11 @@ def main() -> None:
     p.add_argument("--algos", nargs="+", default=["sac", "td3"])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
     p.add_argument("--no-sb3-size", action="store_true", help="skip the update-rate measurement at SB3's network size")
+    p.add_argument("--sb3-size-rate", nargs=2, metavar=("ALGO", "THREADS"), help=argparse.SUPPRESS)  # child process
     args = p.parse_args()
+    if args.sb3_size_rate:
+        print(update_rate_at_sb3_size(args.sb3_size_rate[0], int(args.sb3_size_rate[1])))
+        return
     summary = {}
     for algo in args.algos:
         times, loop_rates, update_rates = [], [], []
@@ -93,13 +98,17 @@ def main() -> None:
         summary[algo] = {"median_time_to_solve_s": median, "median_loop_updates_per_s": loop_rate,
                          "median_update_only_per_s": statistics.median(update_rates)}
     if not args.no_sb3_size:
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
         for algo in args.algos:
-            rate = update_rate_at_sb3_size(algo)
-            ratio = f" (ratio vs SB3 zoo {REFERENCE_UPDATES[algo][1]:.0f}/s, target >= 270/s: {rate / REFERENCE_UPDATES[algo][1]:.2f})" \
-                if algo in REFERENCE_UPDATES else ""
-            print(f"{algo}: compiled update at SB3 zoo size (256x256, batch 256, 64 updates per call): {rate:.0f} updates/s{ratio}",
-                  flush=True)
-            summary[algo]["sb3_size_update_only_per_s"] = rate
+            for threads in (1, 2):  # relayrl's default for MLP learners is 1 (learner_threads="auto")
+                proc = subprocess.run([sys.executable, __file__, "--sb3-size-rate", algo, str(threads)], capture_output=True,
+                                      text=True, env=env, timeout=600)
+                rate = float(proc.stdout.strip().splitlines()[-1])
+                ratio = f" (ratio vs SB3 zoo {REFERENCE_UPDATES[algo][1]:.0f}/s, target >= 270/s: {rate / REFERENCE_UPDATES[algo][1]:.2f})" \
+                    if algo in REFERENCE_UPDATES else ""
+                print(f"{algo}: compiled update at SB3 zoo size (256x256, batch 256, 64 updates per call), {threads} thread(s): "
+                      f"{rate:.0f} updates/s{ratio}", flush=True)
+                summary[algo][f"sb3_size_update_only_per_s_{threads}_threads"] = rate
     print(json.dumps(summary))
 
 
