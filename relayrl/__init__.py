@@ -21,6 +21,10 @@ _LAZY = {
     "REINFORCEConfig": ("relayrl.algos.reinforce", "REINFORCEConfig"),
     "IMPALAConfig": ("relayrl.algos.impala", "IMPALAConfig"),
     "A3CConfig": ("relayrl.algos.a3c", "A3CConfig"),
+    "SACConfig": ("relayrl.algos.sac", "SACConfig"),
+    "SAC": ("relayrl.algos.sac", "SAC"),
+    "TD3Config": ("relayrl.algos.td3", "TD3Config"),
+    "TD3": ("relayrl.algos.td3", "TD3"),
     "Algorithm": ("relayrl.algorithm", "Algorithm"),
     "Config": ("relayrl.config", "Config"),
 }

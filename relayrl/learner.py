@@ -11,6 +11,7 @@ every replica's copy; without one, TensorFlow's default strategy runs the same c
 """
 from __future__ import annotations
 
+import functools
 from typing import Callable
 
 import numpy as np
@@ -39,9 +40,10 @@ class Adam(tf.Module):
         self.m = [tf.Variable(tf.zeros_like(v), trainable=False, name="m") for v in variables]
         self.v = [tf.Variable(tf.zeros_like(v), trainable=False, name="v") for v in variables]
 
-    def next_step_powers(self) -> tuple[tf.Tensor, tf.Tensor]:
-        """Advance the step counter (cross-replica) and return (beta1^t, beta2^t) for bias correction."""
-        step = tf.cast(self.step.assign_add(1), tf.float32)
+    def next_step_powers(self, advance=1) -> tuple[tf.Tensor, tf.Tensor]:
+        """Advance the step counter (cross-replica) by `advance` (0 or 1: a skipped, delayed update does not
+        count) and return (beta1^t, beta2^t) for bias correction."""
+        step = tf.cast(self.step.assign_add(tf.cast(advance, tf.int64)), tf.float32)
         return tf.pow(self.beta1, step), tf.pow(self.beta2, step)
 
     def apply(self, grads: list[tf.Tensor], variables: list[tf.Variable], b1p: tf.Tensor, b2p: tf.Tensor) -> None:
@@ -55,15 +57,21 @@ class Adam(tf.Module):
 class Learner(tf.Module):
     """Loop that uses it:  metrics = learner.update(batch, idx); weights = learner.get_weights()."""
 
-    def __init__(self, spec: ModelSpec, loss_fn: LossFn, metric_names: tuple[str, ...], lr: float,
+    def __init__(self, spec: ModelSpec, loss_fn: LossFn, metric_names: tuple[str, ...], lr: float | dict[str, float],
                  grad_clip: float | None, hparams: dict[str, float], batch_spec: dict[str, tuple],
                  minibatch_size: int | None, prepare_fn: PrepareFn | None = None, strategy=None,
                  model_fn: Callable[[ModelSpec], tf.Module] | None = None, row_output: str | None = None,
-                 jit_compile: bool = False):
+                 jit_compile: bool = False, apply_every: dict[str, int] | None = None):
         """model_fn(spec) builds the trained module (default: ActorCritic); it exposes `ordered_variables`
         (what the optimiser updates), get/set_weights, and may define `after_step(step)` (e.g. target-network
         updates), run after every SGD step. row_output names a per-row [M] loss output (e.g. TD errors for
-        replay priorities) returned as `last_rows` [K, M] after each update."""
+        replay priorities) returned as `last_rows` [K, M] after each update.
+
+        Several optimisers (actor-critic methods: SAC, TD3): a model with `variable_groups` ({name: variables},
+        the first group stepped every SGD step) gets one Adam per group with lr[name]; the loss then returns
+        ({name: loss}, metrics) and each group follows the gradient of its own loss only. apply_every[name] = d
+        applies that group's update on every d-th SGD step only (TD3's delayed actor). grad_clip applies to
+        each group's gradients separately; the reported grad_gnorm is over all groups."""
         super().__init__(name="learner")
         self.spec = spec
         self.strategy = strategy or tf.distribute.get_strategy()
@@ -73,7 +81,12 @@ class Learner(tf.Module):
         with self.strategy.scope():
             self.model = (model_fn or ActorCritic)(spec)
             self.variables_ = self.model.ordered_variables
-            self.optimizer = Adam(self.variables_, lr)
+            self.groups = getattr(self.model, "variable_groups", None)
+            if self.groups is None:
+                self.optimizer = Adam(self.variables_, lr)
+            else:
+                self.optimizers = _group_optimizers(self.groups, lr)
+                self.optimizer = next(iter(self.optimizers.values()))  # its step counter counts SGD steps
             self.hparams = {k: tf.Variable(float(v), trainable=False, name=k) for k, v in hparams.items()}
         self.loss_fn = loss_fn
         self.prepare_fn = prepare_fn
@@ -82,6 +95,9 @@ class Learner(tf.Module):
         self.jit_compile = jit_compile  # XLA: ~3x cheaper steps on small nets, ~1 s more to compile
         self.minibatch_size = minibatch_size  # None: one step on the whole batch, whatever its size (A2C)
         self.row_output = row_output
+        self.apply_every = {name: int((apply_every or {}).get(name, 1)) for name in (self.groups or {})}
+        if self.groups and self.apply_every[next(iter(self.groups))] != 1:
+            raise ValueError("the first variable group must be updated every step (its Adam counts the SGD steps)")
         self.last_rows: np.ndarray | None = None
         self._keys = sorted(batch_spec)
         self._batch_sig = [tf.TensorSpec((None,) + tuple(batch_spec[k][0]), tf.as_dtype(batch_spec[k][1]))
@@ -97,7 +113,8 @@ class Learner(tf.Module):
         self.model.set_weights(weights)
 
     def set_lr(self, lr: float) -> None:
-        self.optimizer.lr.assign(lr)
+        for optimizer in getattr(self, "optimizers", {"": self.optimizer}).values():
+            optimizer.lr.assign(lr)
 
     def save_checkpoint(self, directory: str) -> None:
         """A tf.train.Checkpoint of the model(s), the optimiser state and the hyper-parameter variables."""
@@ -194,6 +211,60 @@ class Learner(tf.Module):
         self.optimizer.apply(grads, self.variables_, b1p, b2p)
         return metric_vec, gnorm, rows
 
+    def _replica_group_step(self, minibatch: dict, powers: dict) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """One SGD step with one optimiser per variable group: each group follows the gradient of its own
+        loss (e.g. the actor's loss moves only the actor, though it runs through the critics).
+        powers[name] = (beta1^t, beta2^t, apply now?)."""
+        ctx = tf.distribute.get_replica_context()
+        replicas = ctx.num_replicas_in_sync
+        if replicas > 1:
+            rows = self.minibatch_size // replicas
+            start = ctx.replica_id_in_sync_group * rows
+            minibatch = {key: t[start:start + rows] for key, t in minibatch.items()}
+        with tf.GradientTape(persistent=True) as tape:
+            losses, metrics = self.loss_fn(self.model, minibatch, self.hparams)
+        grads = {}
+        for name, variables in self.groups.items():
+            g = tape.gradient(losses[name], variables)
+            grads[name] = [tf.zeros_like(v) if gi is None else gi for gi, v in zip(g, variables)]
+        del tape
+        metric_vec = tf.stack([tf.cast(metrics[n], tf.float32) for n in self.metric_names])
+        rows = tf.cast(metrics[self.row_output], tf.float32) if self.row_output else tf.zeros(0)
+        if replicas > 1:
+            grads = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, grads)
+            metric_vec = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, metric_vec)
+            if self.row_output:
+                rows = ctx.all_gather(rows, axis=0)
+        gnorm = tf.linalg.global_norm([g for name in grads for g in grads[name]])
+        for name, variables in self.groups.items():
+            g = grads[name]
+            if self.grad_clip is not None:
+                g, _ = tf.clip_by_global_norm(g, self.grad_clip)
+            b1p, b2p, apply_now = powers[name]
+            apply = functools.partial(self._apply_group, name, g, variables, b1p, b2p)
+            if self.apply_every[name] == 1:
+                apply()
+            else:
+                tf.cond(apply_now, apply, lambda: tf.constant(0))
+        return metric_vec, gnorm, rows
+
+    def _apply_group(self, name, grads, variables, b1p, b2p) -> tf.Tensor:
+        self.optimizers[name].apply(grads, variables, b1p, b2p)
+        return tf.constant(0)
+
+    def _group_powers(self) -> dict:
+        """Per group (cross-replica): Adam's bias-correction powers and whether it steps now. The first
+        group steps every SGD step; a delayed group only every apply_every[name]-th, counting from it."""
+        powers = {}
+        step = None
+        for name, optimizer in self.optimizers.items():
+            every = self.apply_every[name]
+            apply_now = tf.constant(True) if step is None else tf.equal(step % every, 0)
+            b1p, b2p = optimizer.next_step_powers(apply_now)
+            step = optimizer.step if step is None else step
+            powers[name] = (b1p, b2p, apply_now)
+        return powers
+
     def _run_steps(self, columns: list, idx: tf.Tensor):
         batch = dict(zip(self._keys, columns))
 
@@ -204,8 +275,12 @@ class Learner(tf.Module):
             minibatch = {key: tf.gather(t, idx[k]) for key, t in batch.items()}
             if self.prepare_fn is not None:
                 minibatch = self.prepare_fn(minibatch)
-            b1p, b2p = self.optimizer.next_step_powers()
-            metrics, gnorm, step_rows = self.strategy.run(self._replica_step, args=(minibatch, b1p, b2p))
+            if self.groups is None:
+                b1p, b2p = self.optimizer.next_step_powers()
+                metrics, gnorm, step_rows = self.strategy.run(self._replica_step, args=(minibatch, b1p, b2p))
+            else:
+                metrics, gnorm, step_rows = self.strategy.run(self._replica_group_step,
+                                                              args=(minibatch, self._group_powers()))
             # after the all-reduce every replica holds the same values: take the first
             local = self.strategy.experimental_local_results
             metrics, gnorm, step_rows = local(metrics)[0], local(gnorm)[0], local(step_rows)[0]
@@ -218,3 +293,11 @@ class Learner(tf.Module):
         init = (tf.constant(0), tf.zeros(len(self.metric_names)), tf.constant(0.0), rows)
         _, sums, gnorm_sum, rows = tf.while_loop(lambda k, *_: k < steps, body, init)
         return sums, gnorm_sum, rows.stack()
+
+
+def _group_optimizers(groups: dict, lr: float | dict[str, float]) -> dict[str, Adam]:
+    """One Adam per variable group; lr is one rate for all or {group: rate} naming every group."""
+    rates = lr if isinstance(lr, dict) else {name: lr for name in groups}
+    if set(rates) != set(groups):
+        raise ValueError(f"learning rates given for {sorted(rates)}, the model's variable groups are {list(groups)}")
+    return {name: Adam(variables, rates[name]) for name, variables in groups.items()}

@@ -60,12 +60,18 @@ def batch_spec(spec: ModelSpec, postprocess: str = "gae") -> dict[str, tuple[tup
 
 def worker_explore(explore: dict | None, worker_index: int) -> dict:
     """Per-worker exploration: Ape-X spreads epsilons as eps_i = eps^(1 + alpha * i / (N - 1)) over the
-    N workers (i = 0..N-1), so some workers act almost greedily while others keep exploring."""
+    N workers (i = 0..N-1), so some workers act almost greedily while others keep exploring; TD3 spreads
+    its noise std as sigma_i = sigma * (sigma_max / sigma)^(i / (N - 1))."""
     explore = dict(explore or {})
     alpha, n = explore.pop("apex_alpha", None), explore.pop("num_workers", None)
     if alpha is not None and n and "epsilon" in explore:
         i = max(worker_index - 1, 0)
         explore["epsilon"] = explore["epsilon"] ** (1 + alpha * i / max(n - 1, 1))
+    # TD3: Gaussian noise stds spread geometrically from sigma (first worker) to sigma_max (last)
+    sigma_max = explore.pop("sigma_max", None)
+    if sigma_max is not None and n and n > 1 and explore.get("sigma"):
+        i = max(worker_index - 1, 0)
+        explore["sigma"] = explore["sigma"] * (sigma_max / explore["sigma"]) ** (i / (n - 1))
     return explore
 
 

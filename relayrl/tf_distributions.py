@@ -39,3 +39,19 @@ def entropy(spec: ModelSpec, dist_inputs: tf.Tensor, log_std) -> tf.Tensor:
         logp = tf.nn.log_softmax(p)
         total += -tf.reduce_sum(tf.exp(logp) * logp, axis=-1)
     return total
+
+
+def squashed_gaussian_sample(dist_inputs: tf.Tensor, noise: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+    """SAC's reparameterised tanh-Gaussian sample and its log-probability (Haarnoja et al. 2018, App. C).
+
+    dist_inputs [B, 2A] = [mean, log_std] (log_std clipped as on the workers), noise [B, A] ~ N(0, 1):
+    u = mean + std * noise, a = tanh(u), log pi(a|s) = sum_i [log N(u_i; mean_i, std_i) - log(1 - tanh(u_i)^2)],
+    with log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|. Returns (a [B, A], logp [B])."""
+    from relayrl.distributions import LOG_STD_MAX, LOG_STD_MIN
+
+    mean, log_std = tf.split(dist_inputs, 2, axis=-1)
+    log_std = tf.clip_by_value(log_std, LOG_STD_MIN, LOG_STD_MAX)
+    u = mean + tf.exp(log_std) * noise
+    gauss_logp = -0.5 * (noise * noise + LOG_2PI) - log_std
+    log_det = 2.0 * (np.log(2.0) - u - tf.nn.softplus(-2.0 * u))
+    return tf.tanh(u), tf.reduce_sum(gauss_logp - log_det, axis=-1)

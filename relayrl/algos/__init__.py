@@ -13,6 +13,8 @@ REGISTRY = {
     "reinforce": ("relayrl.algos.reinforce", "REINFORCEConfig", "REINFORCE"),
     "impala": ("relayrl.algos.impala", "IMPALAConfig", "IMPALA"),
     "a3c": ("relayrl.algos.a3c", "A3CConfig", "A3C"),
+    "sac": ("relayrl.algos.sac", "SACConfig", "SAC"),
+    "td3": ("relayrl.algos.td3", "TD3Config", "TD3"),
 }
 
 
