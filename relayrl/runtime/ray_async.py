@@ -68,10 +68,17 @@ class RayGradientWorker(GradientWorker):
         return self.minibatch_gradients(rows)
 
     def a3c_step(self, server) -> tuple[Fragment, dict]:
-        """Sample, compute gradients at the local weights, send them; continue with what the server returns."""
+        """Sample, compute gradients at the local weights and send them without waiting: the server's answer
+        (its newest weights) is installed before the next gradient is sent, by which time it has normally
+        long arrived, so the worker does not wait for the server (one more version of staleness)."""
         fragment, grads, metrics = self.sample_gradients()
-        weights, version = ray.get(server.apply_gradients.remote(grads, self.policy.version))
-        self.set_weights(weights, version)
+        version = self.policy.version  # the weights these gradients were computed with
+        reply = getattr(self, "_reply", None)
+        if reply is not None:
+            start = time.perf_counter()
+            self.set_weights(*ray.get(reply))
+            metrics["wait_server_s"] = time.perf_counter() - start
+        self._reply = server.apply_gradients.remote(grads, version)
         return fragment, metrics
 
     def ping(self) -> int:
