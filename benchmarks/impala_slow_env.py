@@ -42,7 +42,7 @@ def one_run(workers: int, seconds: float, sleep_ms: float) -> dict:
     config = (IMPALAConfig().environment(SlowCartPole, env_config={"sleep_ms": sleep_ms})
               .rollouts(num_rollout_workers=workers, num_envs_per_worker=4, rollout_fragment_length=16)
               .resources(num_cpus_per_worker=cpus)
-              .training(train_batch_size=64).debugging(seed=0))
+              .training(train_batch_size=256).debugging(seed=0))  # 4 fragments per update: a light learner
     algo = config.build()
     try:
         algo.train()  # warm-up: first fragments, first weights

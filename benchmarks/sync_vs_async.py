@@ -37,6 +37,8 @@ def one_run(algo: str, workers: int, budget: int, time_limit: float, seed: int) 
     except ValueError:
         config = cls().environment("CartPole-v1")
     config.rollouts(num_rollout_workers=workers).debugging(seed=seed)
+    # every worker must fit on the machine's cores (Ray would otherwise wait for CPUs that never free up)
+    config.resources(num_cpus_per_worker=min(1.0, (os.cpu_count() or 1) / workers))
     algo_obj = config.build()
     sample_s = [0.0]
     record = algo_obj.record_fragments

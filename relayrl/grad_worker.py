@@ -23,7 +23,13 @@ class LossRecipe:
     loss_fn: Callable
     metric_names: tuple
     hparams: dict
-    prepare: Callable[[dict], dict]  # batch post-processing (e.g. advantage normalisation) before the loss
+    prepare: Callable[[dict], dict]  # whole-fragment post-processing before the loss
+    minibatch_prepare: Callable[[dict], dict] | None = None  # per-minibatch transform (PPO's advantage normalisation)
+
+
+def no_preparation(batch: dict) -> dict:
+    """LossRecipe.prepare for losses that take the fragment as sampled."""
+    return batch
 
 
 def make_gradient_learner(settings: SamplerSettings, recipe: LossRecipe, lr: float = 1e-3, grad_clip: float | None = None):
@@ -31,7 +37,7 @@ def make_gradient_learner(settings: SamplerSettings, recipe: LossRecipe, lr: flo
     from relayrl.learner import Learner
 
     return Learner(settings.spec, recipe.loss_fn, recipe.metric_names, lr, grad_clip, recipe.hparams,
-                   batch_spec(settings.spec), minibatch_size=None)
+                   batch_spec(settings.spec), minibatch_size=None, prepare_fn=recipe.minibatch_prepare)
 
 
 class GradientWorker(RolloutWorker):
@@ -56,6 +62,21 @@ class GradientWorker(RolloutWorker):
         metrics["grad_time_s"] = time.perf_counter() - start
         fragment.data = {}
         return fragment, grads, metrics
+
+    def sample_and_keep(self) -> tuple[Fragment, int]:
+        """Sample a fragment and keep its columns here for `minibatch_gradients` (several SGD steps on the
+        same data, as PPO takes); return it without columns, and its row count."""
+        fragment = self.sample()
+        self._kept = self.recipe.prepare(fragment.data)
+        rows = len(fragment)
+        fragment.data = {}
+        return fragment, rows
+
+    def minibatch_gradients(self, rows: np.ndarray) -> tuple[list[np.ndarray], dict[str, float]]:
+        """Gradients of the loss on rows `rows` of the kept fragment, at the current weights."""
+        grads, metrics = self.learner.compute_gradients({k: v[rows] for k, v in self._kept.items()})
+        metrics["rows"] = float(len(rows))
+        return grads, metrics
 
 
 def weighted_mean_gradients(per_worker: list[tuple[list[np.ndarray], float]]) -> list[np.ndarray]:

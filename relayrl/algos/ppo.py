@@ -27,6 +27,10 @@ class PPOConfig(Config):
     vf_loss_coeff: float = knob(0.5, "training", C.number(0), "value loss coefficient")
     sgd_minibatch_size: int = knob(64, "training", C.integer(1), "minibatch size of each SGD step")
     num_sgd_iter: int = knob(10, "training", C.integer(1), "epochs over each train batch")
+    update_mode: str = knob("samples", "training", C.one_of("samples", "gradients"),
+                            "'samples': workers ship fragments to the learner; 'gradients': Ray workers keep their "
+                            "fragments and compute each SGD step's gradient on their share of the minibatch, the "
+                            "learner applies the row-weighted mean (needs num_rollout_workers >= 1)")
     # PPO's own defaults for shared fields (Stable-Baselines3's, which work across classic control and MuJoCo)
     train_batch_size: int = knob(2048, "training", C.integer(1), "env steps per training iteration")
     grad_clip: Any = knob(0.5, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
@@ -36,9 +40,19 @@ class PPOConfig(Config):
         if self.sgd_minibatch_size > self.train_batch_size:
             raise ValueError(f"PPOConfig.sgd_minibatch_size = {self.sgd_minibatch_size} is invalid: allowed: at most "
                              f"train_batch_size ({self.train_batch_size})")
+        if self.update_mode == "gradients" and self.num_rollout_workers < 1:
+            raise ValueError("PPOConfig.update_mode = 'gradients' is invalid with num_rollout_workers = 0: "
+                             "allowed: 'samples', or num_rollout_workers >= 1")
 
 
 PPO_METRICS = ("total_loss", "policy_loss", "vf_loss", "entropy", "kl", "clip_frac")
+
+
+def ppo_hparams(c: "PPOConfig") -> dict[str, float]:
+    hparams = {"clip_param": c.clip_param, "entropy_coeff": c.entropy_coeff, "vf_loss_coeff": c.vf_loss_coeff}
+    if c.vf_clip_param is not None:
+        hparams["vf_clip_param"] = c.vf_clip_param
+    return hparams
 
 
 def ppo_prepare(mb: dict) -> dict:
@@ -83,14 +97,23 @@ class PPO(Algorithm):
         from relayrl.learner import Learner
         from relayrl.rollout import batch_spec
 
-        hparams = {"clip_param": c.clip_param, "entropy_coeff": c.entropy_coeff, "vf_loss_coeff": c.vf_loss_coeff}
-        if c.vf_clip_param is not None:
-            hparams["vf_clip_param"] = c.vf_clip_param
-        return Learner(spec, ppo_loss, PPO_METRICS, c.lr, c.grad_clip, hparams, batch_spec(spec),
+        return Learner(spec, ppo_loss, PPO_METRICS, c.lr, c.grad_clip, ppo_hparams(c), batch_spec(spec),
                        c.sgd_minibatch_size, prepare_fn=ppo_prepare, strategy=strategy)
+
+    def make_workers(self):
+        c: PPOConfig = self.config
+        if c.update_mode != "gradients":
+            return super().make_workers()
+        from relayrl.grad_worker import LossRecipe, no_preparation
+        from relayrl.runtime.ray_async import GradientWorkers
+
+        recipe = LossRecipe(ppo_loss, PPO_METRICS, ppo_hparams(c), no_preparation, minibatch_prepare=ppo_prepare)
+        return GradientWorkers(self.sampler_settings(), recipe, c.num_rollout_workers, c.num_cpus_per_worker, c.address)
 
     def training_step(self) -> dict[str, float]:
         c: PPOConfig = self.config
+        if c.update_mode == "gradients":
+            return self._gradient_aggregation_step()
         with self.timers("sample"):
             fragments = self.workers.sample()
         self.record_fragments(fragments)
@@ -102,6 +125,28 @@ class PPO(Algorithm):
         with self.timers("sync"):
             self.publish_weights()
         return metrics
+
+    def _gradient_aggregation_step(self) -> dict[str, float]:
+        """The same SGD steps as the sample-shipping path, but each step's gradient is computed by the
+        workers on their own rows of the minibatch (parameter-server style): one round trip per step."""
+        c: PPOConfig = self.config
+        with self.timers("sample"):
+            fragments, rows = self.workers.sample_and_keep()
+        self.record_fragments(fragments)
+        starts = np.cumsum([0] + rows)
+        sums: dict[str, float] = {}
+        with self.timers("learn"):
+            if c.lr_schedule:
+                self.learner.set_lr(ops.piecewise_linear(c.lr_schedule, self.timesteps_total))
+            steps = self._minibatch_indices(int(starts[-1]))
+            for minibatch in steps:
+                shares = [minibatch[(minibatch >= lo) & (minibatch < hi)] - lo for lo, hi in zip(starts, starts[1:])]
+                grads, metrics = self.workers.minibatch_gradients(shares)
+                metrics["grad_gnorm"] = self.learner.apply_gradients(grads)
+                for k, v in metrics.items():
+                    sums[k] = sums.get(k, 0.0) + v
+                self.publish_weights()  # the next step's gradients are taken at the new weights
+        return {k: v / len(steps) for k, v in sums.items()}
 
     def _minibatch_indices(self, batch_size: int) -> np.ndarray:
         """[epochs * minibatches, M]: a fresh permutation per epoch, padded with random rows when the

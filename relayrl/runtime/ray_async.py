@@ -57,11 +57,28 @@ class RayGradientWorker(GradientWorker):
             self.set_weights(ray.get(weights_box[0]), version)
         return self.sample_gradients()
 
+    def sample_and_keep_with(self, weights_box: list, version: int):
+        if version != self.policy.version:
+            self.set_weights(ray.get(weights_box[0]), version)
+        return self.sample_and_keep()
+
+    def minibatch_gradients_with(self, weights_box: list, version: int, rows: np.ndarray):
+        if version != self.policy.version:
+            self.set_weights(ray.get(weights_box[0]), version)
+        return self.minibatch_gradients(rows)
+
     def a3c_step(self, server) -> tuple[Fragment, dict]:
-        """Sample, compute gradients at the local weights, send them; continue with what the server returns."""
+        """Sample, compute gradients at the local weights and send them without waiting: the server's answer
+        (its newest weights) is installed before the next gradient is sent, by which time it has normally
+        long arrived, so the worker does not wait for the server (one more version of staleness)."""
         fragment, grads, metrics = self.sample_gradients()
-        weights, version = ray.get(server.apply_gradients.remote(grads, self.policy.version))
-        self.set_weights(weights, version)
+        version = self.policy.version  # the weights these gradients were computed with
+        reply = getattr(self, "_reply", None)
+        if reply is not None:
+            start = time.perf_counter()
+            self.set_weights(*ray.get(reply))
+            metrics["wait_server_s"] = time.perf_counter() - start
+        self._reply = server.apply_gradients.remote(grads, version)
         return fragment, metrics
 
     def ping(self) -> int:
@@ -87,6 +104,21 @@ class GradientWorkers(_Fleet):
         rows = [m["rows"] for _, _, m in results]
         metrics = {k: float(np.average([m[k] for _, _, m in results], weights=rows)) for k in results[0][2] if k != "rows"}
         return fragments, grads, metrics
+
+    def sample_and_keep(self) -> tuple[list[Fragment], list[int]]:
+        """Every worker samples a fragment and keeps it; returns the fragments' stats and row counts."""
+        results = ray.get([a.sample_and_keep_with.remote([self._weights_ref], self._version) for a in self.actors])
+        return [f for f, _ in results], [rows for _, rows in results]
+
+    def minibatch_gradients(self, rows_per_worker: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, float]]:
+        """One SGD step's gradient: each worker's on its share of the minibatch, row-weighted mean."""
+        calls = [a.minibatch_gradients_with.remote([self._weights_ref], self._version, rows)
+                 for a, rows in zip(self.actors, rows_per_worker) if len(rows)]
+        results = ray.get(calls)
+        grads = weighted_mean_gradients([(g, m["rows"]) for g, m in results])
+        weights = [m["rows"] for _, m in results]
+        metrics = {k: float(np.average([m[k] for _, m in results], weights=weights)) for k in results[0][1] if k != "rows"}
+        return grads, metrics
 
 
 # ---------------------------------------------------------------------------------- A3C

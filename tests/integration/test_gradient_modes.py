@@ -1,13 +1,18 @@
 """Gradient exchange on real Ray: A2C's gradient-aggregation mode equals sample shipping for one worker;
 A3C's parameter server records staleness."""
 import numpy as np
+import pytest
 
-from relayrl import A2CConfig, A3CConfig
+from relayrl import A2CConfig, A3CConfig, PPOConfig
 
 
-def two_iterations_weights(update_mode: str) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    config = (A2CConfig().environment("CartPole-v1").rollouts(num_rollout_workers=1, num_envs_per_worker=4)
-              .training(update_mode=update_mode, train_batch_size=64, normalize_advantages=True).debugging(seed=3))
+def two_iterations_weights(update_mode: str, algo: str = "a2c") -> tuple[list[np.ndarray], list[np.ndarray]]:
+    if algo == "a2c":
+        config = A2CConfig().training(normalize_advantages=True)
+    else:  # 2 epochs of 2 minibatches: 4 SGD steps per iteration, each one gradient round trip
+        config = PPOConfig().training(num_sgd_iter=2, sgd_minibatch_size=32)
+    config = (config.environment("CartPole-v1").rollouts(num_rollout_workers=1, num_envs_per_worker=4)
+              .training(update_mode=update_mode, train_batch_size=64).debugging(seed=3))
     algo = config.build()
     try:
         initial = algo.learner.get_weights()
@@ -18,9 +23,10 @@ def two_iterations_weights(update_mode: str) -> tuple[list[np.ndarray], list[np.
         algo.stop()
 
 
-def test_gradient_aggregation_equals_sample_shipping_for_one_worker(ray_session):
-    initial, shipped = two_iterations_weights("samples")
-    initial_too, aggregated = two_iterations_weights("gradients")
+@pytest.mark.parametrize("algo", ["a2c", "ppo"])
+def test_gradient_aggregation_equals_sample_shipping_for_one_worker(ray_session, algo):
+    initial, shipped = two_iterations_weights("samples", algo)
+    initial_too, aggregated = two_iterations_weights("gradients", algo)
     for a, b, w0, w0_too in zip(shipped, aggregated, initial, initial_too):
         np.testing.assert_array_equal(w0, w0_too)  # same seed, same start
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
