@@ -111,7 +111,7 @@ def diagnose(shares: dict[str, float]) -> str:
                 f"(try `relayrl scale` to find the best worker count)")
     if learn >= 0.6:
         return (f"learner-bound: {learn:.0%} of time in learning — add a GPU (.resources(num_gpus=1)), "
-                f"raise the minibatch size or lower num_sgd_iter")
+                f"use larger minibatches or fewer gradient steps per sample (num_sgd_iter, replay_ratio)")
     if sync >= 0.3:
         return f"sync-bound: {sync:.0%} of time broadcasting weights — sync less often or shrink the model"
     return f"balanced: sampling {sample:.0%}, learning {learn:.0%}, weight sync {sync:.0%}"
