@@ -192,8 +192,9 @@ class Algorithm:
             "memory/driver_rss_bytes": self._process.memory_info().rss,
             "memory/object_store_bytes": getattr(self.workers, "object_store_bytes", lambda: 0)(),
         }
+        iteration_returns = self.episodes.pop_iteration_returns()  # popped every iteration: nothing accumulates
         if self._logger is not None:
-            self._logger.log(result, histograms={"episode_reward_hist": self.episodes.pop_iteration_returns()})
+            self._logger.log(result, histograms={"episode_reward_hist": iteration_returns})
         return result
 
     # ------------------------------------------------------------------ checkpoints and export

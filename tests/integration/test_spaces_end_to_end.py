@@ -23,6 +23,7 @@ def test_ppo_iterations_run_and_stay_finite(env, extra):
         algo.stop()
     assert result["timesteps_total"] > 0
     assert all(np.isfinite(result[k]) for k in ("learner/total_loss", "learner/entropy", "learner/kl"))
+    assert algo.episodes._iteration_returns == []  # per-iteration returns never pile up (soak regression)
 
 
 def test_pendulum_actions_reach_the_env_clipped_to_bounds():
