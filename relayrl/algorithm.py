@@ -144,6 +144,13 @@ class Algorithm:
             self.worker_stats.add(fragment, latency, self.weights_version)
             self.timesteps_total += fragment.env_steps
 
+    def owed_updates(self, new_env_steps: int, replay_ratio: float) -> int:
+        """Whole gradient steps owed at `replay_ratio` steps per env step; the fraction carries over."""
+        self._update_debt = getattr(self, "_update_debt", 0.0) + replay_ratio * new_env_steps
+        num_updates = int(self._update_debt)
+        self._update_debt -= num_updates
+        return num_updates
+
     def apply_lr_schedule(self) -> None:
         """Follow config.lr_schedule (piecewise linear in env steps) when one is set."""
         if self.config.lr_schedule:

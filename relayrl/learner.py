@@ -185,14 +185,20 @@ class Learner(tf.Module):
         fn = tf.function(self._run_steps, input_signature=sig, autograph=False, jit_compile=self.jit_compile)
         return fn.get_concrete_function()
 
+    def _replica_slice(self, ctx, minibatch: dict) -> dict:
+        """This replica's equal share of the minibatch rows (the whole minibatch on one replica)."""
+        replicas = ctx.num_replicas_in_sync
+        if replicas == 1:
+            return minibatch
+        rows = self.minibatch_size // replicas
+        start = ctx.replica_id_in_sync_group * rows
+        return {key: t[start:start + rows] for key, t in minibatch.items()}
+
     def _replica_step(self, minibatch: dict, b1p: tf.Tensor, b2p: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """One SGD step on this replica's slice of the minibatch, gradients averaged over replicas."""
         ctx = tf.distribute.get_replica_context()
         replicas = ctx.num_replicas_in_sync
-        if replicas > 1:
-            rows = self.minibatch_size // replicas
-            start = ctx.replica_id_in_sync_group * rows
-            minibatch = {key: t[start:start + rows] for key, t in minibatch.items()}
+        minibatch = self._replica_slice(ctx, minibatch)
         with tf.GradientTape() as tape:
             loss, metrics = self.loss_fn(self.model, minibatch, self.hparams)
         grads = tape.gradient(loss, self.variables_)
@@ -217,10 +223,7 @@ class Learner(tf.Module):
         powers[name] = (beta1^t, beta2^t, apply now?)."""
         ctx = tf.distribute.get_replica_context()
         replicas = ctx.num_replicas_in_sync
-        if replicas > 1:
-            rows = self.minibatch_size // replicas
-            start = ctx.replica_id_in_sync_group * rows
-            minibatch = {key: t[start:start + rows] for key, t in minibatch.items()}
+        minibatch = self._replica_slice(ctx, minibatch)
         with tf.GradientTape(persistent=True) as tape:
             losses, metrics = self.loss_fn(self.model, minibatch, self.hparams)
         grads = {}

@@ -181,11 +181,9 @@ class DQN(Algorithm):
         metrics: dict[str, float] = {"epsilon": c.epsilon_at(self.timesteps_total), "replay_size": float(replay_size)}
         if max(self.timesteps_total, replay_size) < c.learning_starts:  # stored experience counts when resuming
             return metrics
-        self._update_debt += c.replay_ratio * (self.timesteps_total - steps_before)
-        num_updates = int(self._update_debt)
+        num_updates = self.owed_updates(self.timesteps_total - steps_before, c.replay_ratio)
         if num_updates == 0:
             return metrics
-        self._update_debt -= num_updates
         with self.timers("learn"):
             self.apply_lr_schedule()
             metrics.update(self._learn(num_updates))

@@ -97,11 +97,9 @@ class ReplayActorCritic(Algorithm):
                                      "num_updates_total": float(self.num_updates_total)}
         if self.timesteps_total < c.learning_starts:
             return metrics
-        self._update_debt += c.replay_ratio * (self.timesteps_total - steps_before)
-        num_updates = int(self._update_debt)
+        num_updates = self.owed_updates(self.timesteps_total - steps_before, c.replay_ratio)
         if num_updates == 0:
             return metrics
-        self._update_debt -= num_updates
         with self.timers("learn"):
             batch = self.replay.sample(num_updates * c.train_batch_size)
             start = time.perf_counter()
