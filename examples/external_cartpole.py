@@ -9,6 +9,7 @@ The client stops by itself after --max-seconds / --max-episodes, or when the ser
 from __future__ import annotations
 
 import argparse
+import http.client
 import time
 
 import gymnasium as gym
@@ -35,8 +36,8 @@ def run(address: str, seed: int = 0, max_seconds: float = 600.0, max_episodes: i
                     obs, _ = env.reset()
                     episodes += 1
                     break
-    except (ConnectionError, OSError):
-        pass  # the server stopped (e.g. it reached its --stop-reward): nothing more to do
+    except (ConnectionError, OSError, http.client.HTTPException):
+        pass  # the server stopped (e.g. it reached its --stop-reward), possibly cutting a reply short
     except PolicyServerError as exc:
         if exc.status != 503:  # 503: the server is stopping (or overloaded); anything else is a bug to show
             raise
