@@ -50,8 +50,11 @@ class ApeX(DQN):
                                     c.prioritized_replay_alpha, c.seed)
         import ray
 
-        ray.get([actor.attach_replay.remote(self.replay.shards[i % c.num_replay_shards], c.worker_cache_rows,
-                                            c.weights_pull_every, c.dueling)
+        # each worker writes to one shard under its own source id, keeping unconfirmed uploads up to that
+        # shard's capacity (older rows would be overwritten there anyway)
+        self._attach_args = lambda i: (c.worker_cache_rows, c.weights_pull_every, c.dueling, i,
+                                       max(1, c.replay_buffer_capacity // c.num_replay_shards))
+        ray.get([actor.attach_replay.remote(self.replay.shards[i % c.num_replay_shards], *self._attach_args(i))
                  for i, actor in enumerate(self.workers.actors)])
         self.replay.on_restore = self._reattach
         self.sampling = AsyncSampling(self.workers.actors, "sample_into_replay")
@@ -62,7 +65,7 @@ class ApeX(DQN):
         c: ApeXConfig = self.config
         import ray
 
-        ray.get([actor.attach_replay.remote(shard, c.worker_cache_rows, c.weights_pull_every, c.dueling)
+        ray.get([actor.attach_replay.remote(shard, *self._attach_args(i))
                  for i, actor in enumerate(self.workers.actors) if i % c.num_replay_shards == shard_index])
 
     def worker_class(self):
@@ -101,13 +104,45 @@ class ApeX(DQN):
             metrics.update(self.learner.update(batch, np.arange(K * B).reshape(K, B)))
             self._updates_done += K
             if (self._updates_done // K) % c.replay_snapshot_every == 0:
-                self.replay.snapshot()
+                self._snapshot_replay()
             if c.prioritized_replay:
                 self.replay.update_priorities(batch["shard"], batch["indices"], self.learner.last_rows.reshape(-1))
         with self.timers("sync"):
             self.publish_weights()
         metrics["replay_shard_restarts"] = float(self.replay.restarts)
         return metrics
+
+    def _snapshot_replay(self) -> None:
+        """Snapshot every shard and tell each worker which of its uploads the snapshot now holds."""
+        confirmed = self.replay.snapshot()
+        for i, actor in enumerate(self.workers.actors):  # queued behind the worker's sampling call
+            if i in confirmed:
+                actor.confirm_replay.remote(confirmed[i])
+
+    def extra_state(self) -> dict[str, Any]:
+        return {**super().extra_state(), "updates_done": self._updates_done}
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        super().set_extra_state(state)
+        self._updates_done = int(state.get("updates_done", 0))
+
+    def replay_state(self) -> dict[str, np.ndarray]:
+        """A fresh snapshot of every shard, for replay.npz (uploads still in flight are not in it)."""
+        self._snapshot_replay()
+        return {f"shard{i}/{k}": v for i, snap in enumerate(self.replay.snapshots) for k, v in snap.items()}
+
+    def load_replay_state(self, state: dict[str, np.ndarray]) -> None:
+        import ray
+
+        refs = []
+        for i, shard in enumerate(self.replay.shards):
+            # upload sequence numbers belong to the workers of the process that saved: new workers count anew
+            part = {k.split("/", 1)[1]: v for k, v in state.items()
+                    if k.startswith(f"shard{i}/") and not k.endswith("/applied")}
+            if part:
+                self.replay.snapshots[i] = part
+                refs.append(shard.load_state.remote(part))
+        ray.get(refs)
 
     def stop(self) -> None:
         self.replay.stop()

@@ -6,11 +6,17 @@ sampled from all shards in parallel by the learner, which sends priorities back 
     cache = ReplayCache(replay.shards[i], flush_rows=1000)      # on a worker: cache.add(rows, priorities)
     batch = replay.sample(512, beta=0.4)                          # columns + "indices" + "weights" + "shard"
     replay.update_priorities(batch["shard"], batch["indices"], td_errors)   # asynchronous
+
+Nothing is lost when a shard dies: every upload carries (source, sequence number), the shard records the last
+sequence it applied per source (and that record travels in its snapshot), and each cache keeps its uploads
+until a snapshot confirms them. A shard restored from its snapshot is sent exactly the uploads after it.
 """
 from __future__ import annotations
 
 import numpy as np
 import ray
+
+from collections import deque
 
 from relayrl.replay import PrioritizedReplay, UniformReplay
 from relayrl.runtime.ray_workers import RayRolloutWorker
@@ -21,13 +27,21 @@ class ReplayShard:
 
     def __init__(self, capacity: int, prioritized: bool, alpha: float, seed: int | None):
         self.buffer = PrioritizedReplay(capacity, alpha, seed=seed) if prioritized else UniformReplay(capacity, seed=seed)
+        self.applied: dict[int, int] = {}  # source -> last upload sequence number stored
 
-    def add(self, batch: dict, priorities: np.ndarray | None = None) -> int:
+    def add(self, batch: dict, priorities: np.ndarray | None = None, source: int = -1, seq: int = -1) -> int:
+        if source >= 0:
+            if seq <= self.applied.get(source, -1):  # a resend this shard already holds
+                return len(self.buffer)
+            self.applied[source] = seq
         if priorities is not None and isinstance(self.buffer, PrioritizedReplay):
             self.buffer.add(batch, priorities)
         else:
             self.buffer.add(batch)
         return len(self.buffer)
+
+    def applied_seq(self, source: int) -> int:
+        return self.applied.get(source, -1)
 
     def sample(self, n: int, beta: float | None = None) -> dict:
         if isinstance(self.buffer, PrioritizedReplay):
@@ -44,23 +58,33 @@ class ReplayShard:
         return {"size": len(self.buffer), "added_total": self.buffer.added_total}
 
     def state(self) -> dict:
-        return self.buffer.state()
+        out = self.buffer.state()
+        out["applied"] = np.array(sorted(self.applied.items()), np.int64).reshape(-1, 2)
+        return out
 
     def load_state(self, state: dict) -> int:
-        self.buffer.load_state(state)
+        self.buffer.load_state({k: v for k, v in state.items() if k != "applied"})
+        self.applied = {int(src): int(seq) for src, seq in state.get("applied", np.zeros((0, 2), np.int64))}
         return len(self.buffer)
 
 
 class ReplayCache:
-    """Worker-side buffer of rows (and initial priorities) sent to one shard once `flush_rows` accumulate."""
+    """Worker-side buffer of rows (and initial priorities) sent to one shard once `flush_rows` accumulate.
+    Uploads are numbered and kept until the driver confirms a shard snapshot holds them (`confirm`), so a
+    shard restored from its snapshot gets exactly the uploads it lacks (`retarget`). At most `keep_rows`
+    unconfirmed rows are kept (the shard's capacity: older rows would be overwritten there anyway)."""
 
-    def __init__(self, shard, flush_rows: int = 1000):
-        self.shard, self.flush_rows = shard, flush_rows
+    def __init__(self, shard, flush_rows: int = 1000, source: int = -1, keep_rows: int | None = None):
+        self.shard, self.flush_rows, self.source, self.keep_rows = shard, flush_rows, source, keep_rows
         self._rows: list[dict] = []
         self._priorities: list[np.ndarray] = []
         self._count = 0
-        self._pending: list = []  # in-flight uploads (ref, rows); bounded so a slow shard applies back-pressure
-        self._unsent: list = []  # uploads a dead shard never acknowledged
+        self._pending: list = []  # in-flight upload refs; bounded so a slow shard applies back-pressure
+        self._unconfirmed: deque = deque()  # (seq, rows, batch, priorities) not yet in a shard snapshot
+        self._unconfirmed_rows = 0
+        self.seq = -1
+        self.rows_uploaded = 0
+        self.rows_dropped = 0  # unconfirmed rows beyond keep_rows (lost if the shard dies before a snapshot)
 
     def add(self, batch: dict, priorities: np.ndarray | None = None) -> None:
         self._rows.append(batch)
@@ -75,27 +99,50 @@ class ReplayCache:
             return
         batch = {k: np.concatenate([r[k] for r in self._rows]) for k in self._rows[0]}
         priorities = np.concatenate(self._priorities) if self._priorities else None
-        self._pending.append((self.shard.add.remote(batch, priorities), batch, priorities))
+        self.seq += 1
+        self._pending.append(self.shard.add.remote(batch, priorities, self.source, self.seq))
+        self._unconfirmed.append((self.seq, self._count, batch, priorities))
+        self._unconfirmed_rows += self._count
+        self.rows_uploaded += self._count
         self._rows, self._priorities, self._count = [], [], 0
+        while self.keep_rows is not None and self._unconfirmed_rows - self._unconfirmed[0][1] >= self.keep_rows:
+            dropped = self._unconfirmed.popleft()[1]
+            self._unconfirmed_rows -= dropped
+            self.rows_dropped += dropped
         while len(self._pending) > 2:
-            ref, batch, priorities = self._pending.pop(0)
+            try:
+                ray.get(self._pending.pop(0))
+            except ray.exceptions.RayActorError:  # the shard died: its replacement gets the rows on retarget
+                pass
+
+    def wait(self) -> int:
+        """Send the partial block and wait for every upload; the rows uploaded so far."""
+        self.flush()
+        for ref in self._pending:
             try:
                 ray.get(ref)
-            except ray.exceptions.RayActorError:  # the shard died: keep the rows for its replacement
-                self._unsent.append((batch, priorities))
+            except ray.exceptions.RayActorError:
+                pass
+        self._pending = []
+        return self.rows_uploaded
+
+    def confirm(self, seq: int) -> None:
+        """A shard snapshot holds every upload up to `seq`: forget them."""
+        while self._unconfirmed and self._unconfirmed[0][0] <= seq:
+            self._unconfirmed_rows -= self._unconfirmed.popleft()[1]
 
     def retarget(self, shard) -> None:
-        """Point at a restored shard and resend every upload the dead one may not have stored."""
-        self.shard = shard
-        retry, self._unsent = self._unsent + [(b, p) for _, b, p in self._pending], []
-        self._pending = []
-        for batch, priorities in retry:
-            self._pending.append((shard.add.remote(batch, priorities), batch, priorities))
+        """Point at a restored shard and resend every upload its snapshot does not hold."""
+        self.shard, self._pending = shard, []
+        applied = ray.get(shard.applied_seq.remote(self.source))
+        for seq, _, batch, priorities in self._unconfirmed:
+            if seq > applied:
+                self._pending.append(shard.add.remote(batch, priorities, self.source, seq))
 
 
 class ShardedReplay:
     """Shard actors plus the driver's last snapshot of each: a shard that dies is re-created from its
-    snapshot (rows added since are resent by the workers' caches, see ReplayCache.retarget)."""
+    snapshot, and the workers' caches resend the uploads after it (see ReplayCache.retarget)."""
 
     def __init__(self, num_shards: int, capacity: int, prioritized: bool = False, alpha: float = 0.6,
                  seed: int | None = None):
@@ -108,10 +155,14 @@ class ShardedReplay:
         self.restarts = 0
         self.on_restore = None  # callback(shard_index, new_shard): re-attach the workers that fed it
 
-    def snapshot(self) -> None:
-        """Copy every shard's arrays to the driver (kept in memory; a checkpoint may write them out)."""
+    def snapshot(self) -> dict[int, int]:
+        """Copy every shard's arrays to the driver (kept in memory; a checkpoint may write them out).
+        Returns source -> last upload sequence the snapshots hold, for the caches to forget."""
+        confirmed: dict[int, int] = {}
         for i, state in enumerate(ray.get([s.state.remote() for s in self.shards])):
             self.snapshots[i] = state
+            confirmed.update({int(src): int(seq) for src, seq in state["applied"]})
+        return confirmed
 
     def restore_shard(self, i: int) -> None:
         import logging
@@ -200,13 +251,22 @@ class ReplayFeedingWorker:
     into its replay shard through a local cache; only episode statistics go back to the driver. New weights
     are pulled at most every `pull_every` fragments."""
 
-    def attach_replay(self, shard, flush_rows: int, pull_every: int, dueling: bool) -> None:
-        if getattr(self, "cache", None) is not None:  # a restored shard: keep the cache, resend what may be lost
+    def attach_replay(self, shard, flush_rows: int, pull_every: int, dueling: bool, source: int = -1,
+                      keep_rows: int | None = None) -> None:
+        if getattr(self, "cache", None) is not None:  # a restored shard: keep the cache, resend what it lacks
             self.cache.retarget(shard)
             return
-        self.cache = ReplayCache(shard, flush_rows)
+        self.cache = ReplayCache(shard, flush_rows, source, keep_rows)
         self.pull_every, self.dueling = pull_every, dueling
         self._since_pull = pull_every  # the first call pulls
+
+    def confirm_replay(self, seq: int) -> None:
+        """The driver's shard snapshot holds this worker's uploads up to `seq`."""
+        self.cache.confirm(seq)
+
+    def flush_replay(self) -> dict:
+        """Upload the partial block, wait for every upload; counts of rows uploaded and dropped."""
+        return {"uploaded": self.cache.wait(), "dropped": self.cache.rows_dropped}
 
     def sample_into_replay(self, weights_box: list, version: int):
         if version != self.policy.version and self._since_pull >= self.pull_every:

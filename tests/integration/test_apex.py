@@ -7,10 +7,7 @@ from relayrl import ApeXConfig
 
 
 def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
-    config = (ApeXConfig().environment("CartPole-v1")
-              .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=25)
-              .training(learning_starts=300, train_batch_size=32, updates_per_iteration=8, worker_cache_rows=100,
-                        num_replay_shards=2, apex_epsilon=0.4, apex_alpha=7.0).debugging(seed=0))
+    config = _apex_config(apex_epsilon=0.4, apex_alpha=7.0)
     algo = config.build()
     try:
         epsilons = ray.get([a.__ray_call__.remote(lambda self: self.policy._epsilon) for a in algo.workers.actors])
@@ -34,23 +31,69 @@ def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
         algo.stop()
 
 
-def test_a_killed_replay_shard_is_restored_from_its_snapshot(ray_session):
-    config = (ApeXConfig().environment("CartPole-v1")
-              .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=25)
-              .training(learning_starts=300, train_batch_size=32, updates_per_iteration=8, worker_cache_rows=100,
-                        num_replay_shards=2, replay_snapshot_every=2).debugging(seed=0))
-    algo = config.build()
+def _apex_config(**training):
+    return (ApeXConfig().environment("CartPole-v1")
+            .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=25)
+            .training(learning_starts=300, train_batch_size=32, updates_per_iteration=8, worker_cache_rows=100,
+                      num_replay_shards=2, **training).debugging(seed=0))
+
+
+def _quiesce(algo) -> list[dict]:
+    """Let every in-flight sampling call finish, then flush the workers' caches: their upload counts."""
+    while algo.sampling.in_flight:
+        algo.sampling.harvest(block=True, relaunch=False)
+    return ray.get([a.flush_replay.remote() for a in algo.workers.actors])
+
+
+def test_a_killed_replay_shard_is_restored_from_its_snapshot_without_losing_rows(ray_session):
+    algo = _apex_config(replay_snapshot_every=2).build()
     try:
         learned = 0
         while learned < 4:
             learned += "learner/loss" in algo.train()
         assert all(s is not None for s in algo.replay.snapshots)
         snapshot_rows = int(algo.replay.snapshots[0]["meta"][2])
+        for _ in range(3):  # rows uploaded after the snapshot: only the workers' caches still have them
+            algo.train()
         ray.kill(algo.replay.shards[0], no_restart=True)  # the shard actor dies with its data
         for _ in range(10):
             result = algo.train()
         assert result["learner/replay_shard_restarts"] == 1
         assert np.isfinite(result["learner/loss"])
-        assert ray.get(algo.replay.shards[0].size.remote()) >= snapshot_rows
+        counts = _quiesce(algo)
+        stats = ray.get([s.stats.remote() for s in algo.replay.shards])
+        assert stats[0]["size"] >= snapshot_rows
+        # worker i feeds shard i % 2: every row each worker ever uploaded is in its shard exactly once
+        for i, shard_stats in enumerate(stats):
+            assert counts[i]["dropped"] == 0
+            assert shard_stats["added_total"] == counts[i]["uploaded"], (i, shard_stats, counts)
     finally:
         algo.stop()
+
+
+def test_apex_checkpoint_keeps_the_sharded_replay(ray_session, tmp_path):
+    algo = _apex_config().build()
+    try:
+        learned = 0
+        while learned < 2:
+            learned += "learner/loss" in algo.train()
+        _quiesce(algo)
+        path = algo.save(str(tmp_path / "ckpt"))
+        saved = [ray.get(s.state.remote()) for s in algo.replay.shards]
+        updates_done = algo._updates_done
+    finally:
+        algo.stop()
+    restored = _apex_config().build()
+    try:
+        restored.restore(path)
+        assert restored._updates_done == updates_done
+        for shard, state in zip(restored.replay.shards, saved):
+            got = ray.get(shard.state.remote())
+            assert got["applied"].size == 0  # new workers number their uploads anew
+            for key in state:
+                if key != "applied":
+                    np.testing.assert_array_equal(got[key], state[key], err_msg=key)
+        result = restored.train()  # replay is full enough already: it learns at once
+        assert np.isfinite(result["learner/loss"])
+    finally:
+        restored.stop()
