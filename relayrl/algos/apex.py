@@ -57,7 +57,8 @@ class ApeX(DQN):
         ray.get([actor.attach_replay.remote(self.replay.shards[i % c.num_replay_shards], *self._attach_args(i))
                  for i, actor in enumerate(self.workers.actors)])
         self.replay.on_restore = self._reattach
-        self.sampling = AsyncSampling(self.workers.actors, "sample_into_replay")
+        self.sampling = AsyncSampling(self.workers.actors, "sample_into_replay", restart=self._restart_worker,
+                                      timeout_s=c.sample_timeout_s)
         self.sampling.set_weights_ref(self.workers.weights_ref, self.weights_version)
         self._updates_done = 0
 
@@ -67,6 +68,17 @@ class ApeX(DQN):
 
         ray.get([actor.attach_replay.remote(shard, *self._attach_args(i))
                  for i, actor in enumerate(self.workers.actors) if i % c.num_replay_shards == shard_index])
+
+    def _restart_worker(self, i: int, error: BaseException) -> None:
+        """A failed or hung worker: re-create it (the fleet's restart budget and backoff) and attach it to
+        its shard; it pulls the current weights on its first call. Rows it had uploaded stay in replay;
+        the partial block in its cache died with it."""
+        import ray
+
+        self.workers._restart(i, error)
+        c: ApeXConfig = self.config
+        ray.get(self.workers.actors[i].attach_replay.remote(self.replay.shards[i % c.num_replay_shards],
+                                                            *self._attach_args(i)))
 
     def worker_class(self):
         from relayrl.runtime.replay_actors import ApexRolloutWorker

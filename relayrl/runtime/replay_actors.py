@@ -13,12 +13,14 @@ until a snapshot confirms them. A shard restored from its snapshot is sent exact
 """
 from __future__ import annotations
 
+import time
+from collections import deque
+
 import numpy as np
 import ray
 
-from collections import deque
-
 from relayrl.replay import PrioritizedReplay, UniformReplay
+from relayrl.rollout import EnvError
 from relayrl.runtime.ray_workers import RayRolloutWorker
 
 
@@ -82,7 +84,8 @@ class ReplayCache:
         self._pending: list = []  # in-flight upload refs; bounded so a slow shard applies back-pressure
         self._unconfirmed: deque = deque()  # (seq, rows, batch, priorities) not yet in a shard snapshot
         self._unconfirmed_rows = 0
-        self.seq = -1
+        # a restarted worker reuses its source id: continue the numbering the shard already holds
+        self.seq = ray.get(shard.applied_seq.remote(source)) if source >= 0 else -1
         self.rows_uploaded = 0
         self.rows_dropped = 0  # unconfirmed rows beyond keep_rows (lost if the shard dies before a snapshot)
 
@@ -281,39 +284,63 @@ class ReplayFeedingWorker:
 
 class AsyncSampling:
     """Keeps one sampling call in flight per worker and relaunches each as soon as it returns, so workers
-    never wait for the learner; `harvest()` collects what finished, without blocking unless asked."""
+    never wait for the learner; `harvest()` collects what finished, without blocking unless asked.
 
-    def __init__(self, actors: list, method: str):
-        self.actors, self.method = actors, method
-        self.in_flight: dict = {}
+    A worker whose call fails (process killed, env raised) or runs past `timeout_s` is handed to
+    `restart(index, error)`, which replaces `actors[index]` (RayWorkers' budget and backoff) and re-attaches
+    it; the new worker is relaunched at once. Without a `restart` callback failures propagate."""
+
+    def __init__(self, actors: list, method: str, restart=None, timeout_s: float | None = None):
+        self.actors, self.method = actors, method  # the fleet's own list: restarts replace its entries
+        self.restart, self.timeout_s = restart, timeout_s
+        self.in_flight: dict = {}  # ref -> (worker index, launch time)
         self.weights_box: list = [None]
         self.version = -1
 
     def set_weights_ref(self, weights_ref, version: int) -> None:
         self.weights_box, self.version = [weights_ref], version
 
-    def _launch(self, actor) -> None:
-        self.in_flight[getattr(actor, self.method).remote(self.weights_box, self.version)] = actor
+    def _launch(self, i: int) -> None:
+        ref = getattr(self.actors[i], self.method).remote(self.weights_box, self.version)
+        self.in_flight[ref] = (i, time.monotonic())
+
+    def _failed(self, i: int, error: BaseException) -> None:
+        if self.restart is None:
+            raise error
+        self.restart(i, getattr(error, "cause", None) or error)
 
     def harvest(self, block: bool = False, relaunch: bool = True) -> list:
         """Finished fragments' statistics. relaunch=False leaves finished workers idle (the learner is
         behind its replay ratio and catches up); the learner itself never waits unless `block`."""
         if relaunch:
-            for actor in self.actors:
-                if actor not in self.in_flight.values():
-                    self._launch(actor)
+            busy = {i for i, _ in self.in_flight.values()}
+            for i in range(len(self.actors)):
+                if i not in busy:
+                    self._launch(i)
         refs = list(self.in_flight)
         if not refs:
             return []
-        ready, _ = ray.wait(refs, num_returns=1 if block else len(refs), timeout=None if block else 0)
+        wait_s = (None if self.timeout_s is None else self.timeout_s) if block else 0
+        ready, _ = ray.wait(refs, num_returns=1 if block else len(refs), timeout=wait_s)
         results = []
         for ref in ready:
-            actor = self.in_flight.pop(ref)
-            results.append(ray.get(ref))
+            i, _ = self.in_flight.pop(ref)
+            try:
+                results.append(ray.get(ref))
+            except (ray.exceptions.RayError, EnvError) as exc:
+                self._failed(i, exc)
+                self._launch(i)  # the restarted worker samples again at once
+                continue
             if relaunch:
-                self._launch(actor)
+                self._launch(i)
+        if self.timeout_s is not None:
+            now = time.monotonic()
+            for ref, (i, launched) in list(self.in_flight.items()):
+                if now - launched > self.timeout_s:
+                    del self.in_flight[ref]
+                    self._failed(i, TimeoutError(f"no fragment within sample_timeout_s={self.timeout_s}"))
+                    self._launch(i)
         return results
-
 
 
 class ApexRolloutWorker(ReplayFeedingWorker, RayRolloutWorker):

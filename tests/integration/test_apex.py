@@ -1,9 +1,15 @@
 """Ape-X on real Ray: per-worker epsilons, workers writing to sharded replay with initial priorities, a
 learner that trains without waiting for workers and sends priorities back."""
+import cloudpickle
 import numpy as np
+import pytest
 import ray
 
+import tests.fakes
 from relayrl import ApeXConfig
+from tests.fakes import FaultyCartPole
+
+cloudpickle.register_pickle_by_value(tests.fakes)  # Ray workers get the fake env by value, not by import
 
 
 def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
@@ -97,3 +103,26 @@ def test_apex_checkpoint_keeps_the_sharded_replay(ray_session, tmp_path):
         assert np.isfinite(result["learner/loss"])
     finally:
         restored.stop()
+
+
+@pytest.mark.parametrize("fault,timeout", [("kill", 60.0), ("raise", 60.0), ("hang", 3.0)])
+def test_apex_restarts_a_failed_worker_and_keeps_learning(ray_session, tmp_path, fault, timeout):
+    config = (_apex_config()
+              .environment(FaultyCartPole, env_config={"fault": fault, "at_step": 400,
+                                                       "marker": str(tmp_path / "fault.marker")})
+              .fault_tolerance(restart_backoff_s=0.1, sample_timeout_s=timeout))
+    algo = config.build()
+    try:
+        learned = 0
+        for _ in range(400):
+            result = algo.train()
+            learned += "learner/loss" in result
+            if (tmp_path / "fault.marker").exists() and result["workers/restarts"] == 1 and learned >= 20:
+                break
+        counts = _quiesce(algo)
+    finally:
+        algo.stop()
+    assert (tmp_path / "fault.marker").exists()
+    assert result["workers/restarts"] == 1 and result["workers/healthy"] == 2
+    assert np.isfinite(result["learner/loss"])
+    assert all(c["uploaded"] > 0 for c in counts)  # the restarted worker feeds its shard again
