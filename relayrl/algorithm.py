@@ -15,6 +15,7 @@ from relayrl import networks, tf_import
 from relayrl.config import Config
 from relayrl.envs import env_name, env_spaces
 from relayrl.metrics import EpisodeStats, Timers, WorkerStats
+from relayrl.obs_stats import RunningMoments
 from relayrl.placement import build_learner_here, resolve_placement
 from relayrl.rollout import SamplerSettings
 from relayrl.runtime import make_workers
@@ -29,6 +30,8 @@ class Algorithm:
     action_space_hint: ClassVar[str] = ""  # appended to the unsupported-action-space error
     continuous_head: ClassVar[str | None] = None  # policy head for Box actions (None: PPO's gaussian)
     uses_tensorflow: ClassVar[bool] = True  # tabular methods don't: no background TF import for them
+    # model.normalize_obs: the driver merges workers' observation moments into the broadcast weights
+    supports_obs_norm: ClassVar[bool] = False
 
     def __init__(self, config: Config, workers_factory: Callable[[SamplerSettings], Any] | None = None):
         """`workers_factory(settings)` replaces the local / Ray rollout workers with another runtime
@@ -66,6 +69,7 @@ class Algorithm:
         self.iteration = 0
         self.timesteps_total = 0
         self.time_total_s = 0.0
+        self.obs_moments = RunningMoments(self.spec.obs_shape) if self.spec.obs_norm else None
         self._logger = None
         if config.log_dir:
             from relayrl.logger import TensorBoardLogger
@@ -135,6 +139,9 @@ class Algorithm:
             spec = networks.spec_from_spaces(obs_space, action_space, config.model, head=cls.continuous_head)
         except ValueError as exc:
             raise ValueError(f"{cls.name} cannot use env {env_name(config.env)!r}: {exc}") from None
+        if spec.obs_norm and not cls.supports_obs_norm:
+            raise ValueError(f"model.normalize_obs = True is not supported by {cls.name}; allowed with: ppo, a2c, "
+                             f"reinforce (set it to False)")
         return obs_space, action_space, spec
 
     def record_fragments(self, fragments: list[Fragment]) -> None:
@@ -143,6 +150,8 @@ class Algorithm:
             self.episodes.add(fragment)
             self.worker_stats.add(fragment, latency, self.weights_version)
             self.timesteps_total += fragment.env_steps
+            if self.obs_moments is not None and fragment.obs_moments is not None:
+                self.obs_moments.merge(*fragment.obs_moments)
 
     def owed_updates(self, new_env_steps: int, replay_ratio: float) -> int:
         """Whole gradient steps owed at `replay_ratio` steps per env step; the fraction carries over."""
@@ -162,6 +171,10 @@ class Algorithm:
         """New version out to the workers (one ray.put on the Ray runtime; a learner actor's weights go
         straight from its process to the object store, never through the driver)."""
         self.weights_version += 1
+        if self.obs_moments is not None:  # the new observation statistics ride with this version
+            weights = self.learner.get_weights()
+            weights[-2:] = [self.obs_moments.mean.astype(np.float32), self.obs_moments.std.astype(np.float32)]
+            self.learner.set_weights(weights)
         weights_ref = getattr(self.learner, "weights_ref", None)
         if weights_ref is not None and self.config.num_rollout_workers > 0:
             self.workers.sync_weights_ref(weights_ref(), self.weights_version)
@@ -214,6 +227,7 @@ class Algorithm:
             "episodes": {"returns": list(self.episodes.returns), "lengths": list(self.episodes.lengths),
                          "total": self.episodes.episodes_total},
             "workers": get_states() if get_states is not None else None,
+            "obs_moments": self.obs_moments.state() if self.obs_moments is not None else None,
             "extra": self.extra_state(),
         }
 
@@ -224,6 +238,8 @@ class Algorithm:
         self.episodes.returns.extend(state["episodes"]["returns"])
         self.episodes.lengths.extend(state["episodes"]["lengths"])
         self.episodes.episodes_total = state["episodes"]["total"]
+        if self.obs_moments is not None and state.get("obs_moments"):
+            self.obs_moments.load(state["obs_moments"])
         set_states = getattr(self.workers, "set_states", None)
         if state.get("workers") and set_states is not None:
             try:

@@ -36,12 +36,15 @@ DEFAULT_MODEL = {
     "fcnet_activation": "tanh",
     "conv_filters": [[16, 8, 4], [32, 4, 2]],
     "vf_share_layers": False,
+    # running mean/std observation normalisation inside the network (its statistics travel with the weights)
+    "normalize_obs": False,
 }
 MODEL_CHECKS = {
     "fcnet_hiddens": C.int_list(min_len=0),
     "fcnet_activation": C.one_of("tanh", "relu", "elu", "swish"),
     "conv_filters": C.conv_filters(),
     "vf_share_layers": C.boolean(),
+    "normalize_obs": C.boolean(),
 }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from relayrl.networks import ModelSpec
+from relayrl.networks import OBS_CLIP, ModelSpec
 from relayrl.tf_import import tf
 
 
@@ -23,6 +23,10 @@ class ActorCritic(tf.Module):
             tf.Variable(tf.zeros(spec.action_nvec[0]), name="log_std") if spec.action_kind == "gaussian" else None
         )
         self.vf = [self._layer(layer, f"vf_{i}") for i, layer in enumerate(spec.vf)]
+        # running observation statistics: set by the driver, never trained (not in ordered_variables)
+        self.obs_norm = ([tf.Variable(tf.zeros(spec.obs_shape), trainable=False, name="obs_mean"),
+                          tf.Variable(tf.ones(spec.obs_shape), trainable=False, name="obs_std")]
+                         if spec.obs_norm else [])
         self._flatten_at = sum(1 for layer in spec.torso if layer.kind == "conv")
         # Build every layer now so the variables exist (and can be set) before the first call.
         self(tf.zeros((1,) + tuple(spec.obs_shape), tf.uint8 if spec.obs_kind == "image" else tf.float32))
@@ -38,6 +42,8 @@ class ActorCritic(tf.Module):
         x = tf.cast(obs, tf.float32)
         if self.spec.obs_kind == "image":
             x = x / 255.0
+        if self.obs_norm:
+            x = tf.clip_by_value((x - self.obs_norm[0]) / self.obs_norm[1], -OBS_CLIP, OBS_CLIP)
         for i, layer in enumerate(self.torso):
             if i == self._flatten_at and self._flatten_at > 0:
                 x = tf.reshape(x, (tf.shape(x)[0], -1))
@@ -74,11 +80,16 @@ class ActorCritic(tf.Module):
             out += [layer.kernel, layer.bias]
         return out
 
+    @property
+    def weight_variables(self) -> list[tf.Variable]:
+        """The weights list layout of networks.py: the trained variables, then the observation statistics."""
+        return self.ordered_variables + self.obs_norm
+
     def get_weights(self) -> list[np.ndarray]:
-        return [v.numpy() for v in self.ordered_variables]
+        return [v.numpy() for v in self.weight_variables]
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
-        variables = self.ordered_variables
+        variables = self.weight_variables
         if len(weights) != len(variables):
             raise ValueError(f"expected {len(variables)} weight arrays, got {len(weights)}")
         for var, w in zip(variables, weights):

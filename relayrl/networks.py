@@ -45,6 +45,8 @@ class ModelSpec:
     torso: tuple
     pi: tuple
     vf: tuple
+    # normalise observations by running mean/std: two more arrays (mean, std) at the end of the weights list
+    obs_norm: bool = False
 
     @property
     def numpy_forward_ok(self) -> bool:
@@ -93,7 +95,10 @@ def spec_from_spaces(obs_space: gym.Space, action_space: gym.Space, model: dict,
     dist_dim = int(sum(nvec)) * (2 if action_kind == "squashed_gaussian" else 1)
     pi.append(Layer("dense", (pi_in, dist_dim), None, 0.01))
     vf.append(Layer("dense", (vf_in, 1), None, 1.0))
-    return ModelSpec(obs_kind, obs_shape, action_kind, nvec, tuple(torso), tuple(pi), tuple(vf))
+    obs_norm = bool(model.get("normalize_obs", False))
+    if obs_norm and obs_kind != "box":
+        raise ValueError(f"model.normalize_obs needs a Box observation space (this one is {obs_kind}: {obs_space})")
+    return ModelSpec(obs_kind, obs_shape, action_kind, nvec, tuple(torso), tuple(pi), tuple(vf), obs_norm)
 
 
 def _dense_stack(width: int, hiddens: Sequence[int], act: str) -> tuple[list[Layer], int]:
@@ -150,7 +155,16 @@ def init_weights(spec: ModelSpec, rng: np.random.Generator) -> list[np.ndarray]:
         weights += [(layer.gain * q).reshape(layer.shape).astype(np.float32), np.zeros(fan_out, np.float32)]
         if spec.action_kind == "gaussian" and i == len(spec.torso) + len(spec.pi) - 1:
             weights.append(np.zeros(spec.action_nvec[0], np.float32))  # log_std, state-independent
+    if spec.obs_norm:
+        weights += [np.zeros(spec.obs_shape, np.float32), np.ones(spec.obs_shape, np.float32)]  # obs mean, std
     return weights
+
+
+OBS_CLIP = 10.0  # normalised observations are clipped to +-10 (as SB3's VecNormalize and RLlib's filter)
+
+
+def normalize_obs(obs: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    return np.clip((obs - mean) / std, -OBS_CLIP, OBS_CLIP)
 
 
 class NumpyActorCritic:
@@ -179,6 +193,8 @@ class NumpyActorCritic:
         return x
 
     def torso(self, obs: np.ndarray) -> np.ndarray:
+        if self.spec.obs_norm:
+            obs = normalize_obs(obs, self.weights[-2], self.weights[-1])
         return self._run(obs, self.spec.torso, 0)
 
     def dist_inputs(self, obs: np.ndarray, features: np.ndarray | None = None) -> np.ndarray:

@@ -14,6 +14,7 @@ import numpy as np
 from relayrl import ops
 from relayrl.envs import env_name, env_seed, make_vector_env
 from relayrl.networks import CONTINUOUS_HEADS, ModelSpec, preprocess_obs
+from relayrl.obs_stats import moments
 from relayrl.policy import Policy
 from relayrl.types import Fragment
 
@@ -184,11 +185,15 @@ class RolloutWorker:
         valid[1:] = ~dones[:-1]
         self.prev_done = dones[-1].copy()
         returns, lengths = self._episode_stats(rewards, dones, valid)
+        obs_buf = np.stack(obs_l)
+        # running observation statistics: the observations actually acted on (reset steps excluded)
+        obs_moments = moments(obs_buf[:T][valid]) if self.s.spec.obs_norm else None
         post = {"gae": self._postprocess, "sequences": self._sequences, "transitions": self._transitions}[self.s.postprocess]
-        data = post(np.stack(obs_l), np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
+        data = post(obs_buf, np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
         return Fragment(data=data, version=self.policy.version, worker_index=self.worker_index,
                         env_steps=int(valid.sum()), episode_returns=returns, episode_lengths=lengths,
-                        sample_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - cpu_start)
+                        sample_time_s=time.perf_counter() - start, cpu_time_s=time.process_time() - cpu_start,
+                        obs_moments=obs_moments)
 
     def _episode_stats(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray):
         """Returns and lengths of the episodes that ended in this fragment; running sums carry over."""

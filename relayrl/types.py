@@ -19,6 +19,7 @@ class Fragment:
     episode_lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     sample_time_s: float = 0.0  # wall time of the sample() call on the worker
     cpu_time_s: float = 0.0  # CPU time the worker process used meanwhile (all its threads)
+    obs_moments: tuple | None = None  # (count, mean, m2) of the observations acted on (model.normalize_obs)
 
     def __len__(self) -> int:
         return len(next(iter(self.data.values()))) if self.data else 0

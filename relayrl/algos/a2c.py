@@ -76,6 +76,7 @@ def whole_batch(num_rows: int) -> np.ndarray:
 
 class A2C(Algorithm):
     name = "A2C"
+    supports_obs_norm = True
 
     def make_learner(self):
         from relayrl.learner import Learner

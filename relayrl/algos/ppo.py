@@ -91,6 +91,7 @@ def ppo_loss(model, mb: dict, hp: dict) -> tuple[tf.Tensor, dict]:
 
 class PPO(Algorithm):
     name = "PPO"
+    supports_obs_norm = True
 
     @staticmethod
     def build_learner(spec, c: PPOConfig, strategy=None):
