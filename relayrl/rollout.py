@@ -13,8 +13,8 @@ import numpy as np
 
 from relayrl import ops
 from relayrl.envs import env_name, env_seed, make_vector_env
-from relayrl.networks import CONTINUOUS_HEADS, ModelSpec, preprocess_obs
-from relayrl.obs_stats import moments
+from relayrl.networks import CONTINUOUS_HEADS, OBS_CLIP, ModelSpec, preprocess_obs
+from relayrl.obs_stats import RunningMoments, moments
 from relayrl.policy import Policy
 from relayrl.types import Fragment
 
@@ -39,6 +39,7 @@ class SamplerSettings:
     explore: dict | None = None  # Policy.set_explore settings; "apex_alpha" + "num_workers" spread epsilons
     num_env_threads: int = 0  # > 0: a ThreadedVectorEnv keeps that many slow envs stepping at once
     recreate_failed_envs: bool = False  # rebuild the envs in place when one raises (else the error propagates)
+    scale_rewards: bool = False  # divide rewards by the running std of the discounted return (learning only)
 
 
 def batch_spec(spec: ModelSpec, postprocess: str = "gae") -> dict[str, tuple[tuple, type]]:
@@ -101,6 +102,8 @@ class RolloutWorker:
         self.env_recreations = 0
         self.ep_return = np.zeros(n, dtype=np.float64)
         self.ep_length = np.zeros(n, dtype=np.int64)
+        self.disc_return = np.zeros(n, dtype=np.float64)  # scale_rewards: running discounted return per env
+        self.return_moments = RunningMoments(())
 
     def set_weights(self, weights: list[np.ndarray], version: int) -> None:
         self.policy.set_weights(weights, version)
@@ -112,6 +115,7 @@ class RolloutWorker:
 
         return {"obs": state_io.encode(self.obs), "prev_done": state_io.encode(self.prev_done),
                 "ep_return": state_io.encode(self.ep_return), "ep_length": state_io.encode(self.ep_length),
+                "disc_return": state_io.encode(self.disc_return), "return_moments": self.return_moments.state(),
                 "policy_rng": self.policy.rng.bit_generator.state, "env": state_io.capture(self.env)}
 
     def set_state(self, state: dict) -> None:
@@ -121,6 +125,9 @@ class RolloutWorker:
         self.prev_done = state_io.decode(state["prev_done"])
         self.ep_return = state_io.decode(state["ep_return"])
         self.ep_length = state_io.decode(state["ep_length"])
+        if "disc_return" in state:
+            self.disc_return = state_io.decode(state["disc_return"])
+            self.return_moments.load(state["return_moments"])
         self.policy.rng.bit_generator.state = state["policy_rng"]
         state_io.restore(self.env, state["env"])
 
@@ -184,7 +191,9 @@ class RolloutWorker:
         valid[0] = ~self.prev_done
         valid[1:] = ~dones[:-1]
         self.prev_done = dones[-1].copy()
-        returns, lengths = self._episode_stats(rewards, dones, valid)
+        returns, lengths = self._episode_stats(rewards, dones, valid)  # from the env's own rewards
+        if self.s.scale_rewards:
+            rewards = self._scaled_rewards(rewards, dones, valid)
         obs_buf = np.stack(obs_l)
         # running observation statistics: the observations actually acted on (reset steps excluded)
         obs_moments = moments(obs_buf[:T][valid]) if self.s.spec.obs_norm else None
@@ -207,6 +216,20 @@ class RolloutWorker:
             base_r[n], base_l[n] = cum_r[t, n], cum_l[t, n]
         self.ep_return, self.ep_length = cum_r[-1] - base_r, cum_l[-1] - base_l
         return np.asarray(returns, np.float32), np.asarray(lengths, np.int64)
+
+    def _scaled_rewards(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """rewards / std(discounted return), clipped to +-10: gymnasium's NormalizeReward (as CleanRL and
+        SB3's VecNormalize use for MuJoCo), with the statistics of this worker's envs updated per fragment."""
+        g = self.disc_return
+        returns = np.empty_like(rewards, dtype=np.float64)
+        for t in range(len(rewards)):
+            g = g * self.s.gamma + rewards[t]
+            returns[t] = g
+            g = np.where(dones[t], 0.0, g)  # the next step starts a new episode (or is a reset step)
+        self.disc_return = g
+        self.return_moments.merge(*moments(returns[valid]))
+        scale = float(np.sqrt(self.return_moments.m2 / max(self.return_moments.count, 1) + 1e-8))
+        return np.clip(rewards / scale, -OBS_CLIP, OBS_CLIP).astype(np.float32)
 
     def _postprocess(self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid) -> dict[str, np.ndarray]:
         """Behaviour log-probs, values and GAE for the whole fragment in batched passes; drop reset steps."""

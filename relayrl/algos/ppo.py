@@ -34,6 +34,7 @@ class PPOConfig(Config):
     # PPO's own defaults for shared fields (Stable-Baselines3's, which work across classic control and MuJoCo)
     train_batch_size: int = knob(2048, "training", C.integer(1), "env steps per training iteration")
     grad_clip: Any = knob(0.5, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
+    scale_rewards: bool = knob(False, "training", C.boolean(), "divide rewards by the running std of each worker's discounted return, clipped to +-10 (gymnasium's NormalizeReward, as CleanRL / SB3 use on MuJoCo); episode returns are reported unscaled")
 
     def validate(self) -> None:
         super().validate()
@@ -100,6 +101,9 @@ class PPO(Algorithm):
 
         return Learner(spec, ppo_loss, PPO_METRICS, c.lr, c.grad_clip, ppo_hparams(c), batch_spec(spec),
                        c.sgd_minibatch_size, prepare_fn=ppo_prepare, strategy=strategy)
+
+    def sampler_extras(self) -> dict[str, Any]:
+        return {"scale_rewards": self.config.scale_rewards}
 
     def make_workers(self):
         c: PPOConfig = self.config

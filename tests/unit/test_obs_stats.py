@@ -84,3 +84,40 @@ def test_unsupported_algorithms_and_spaces_are_refused():
         DQNConfig().environment("CartPole-v1").training(model={"normalize_obs": True}).build()
     with pytest.raises(ValueError, match="normalize_obs needs a Box observation space"):
         PPOConfig().environment("FrozenLake-v1").training(model={"normalize_obs": True}).build()
+
+
+def test_scaled_rewards_divide_by_the_std_of_the_discounted_return():
+    config = (PPOConfig().environment("Pendulum-v1").rollouts(num_envs_per_worker=2, rollout_fragment_length=300)
+              .training(train_batch_size=600, scale_rewards=True, gamma=0.9).debugging(seed=0))
+    algo = config.build()
+    try:
+        worker = algo.workers.worker
+        fragment = worker.sample()
+        assert len(fragment.episode_returns) == 2 and np.all(fragment.episode_returns < -100)  # env units
+        # the scaling itself, against a naive per-env loop over a second fragment's worth of rewards
+        rng = np.random.default_rng(0)
+        rewards = rng.normal(-3.0, 2.0, (40, 2)).astype(np.float32)
+        dones = np.zeros((40, 2), bool)
+        dones[[9, 25], 0] = True
+        dones[31, 1] = True
+        valid = np.ones((40, 2), bool)
+        valid[[10, 26], 0] = False  # NEXT_STEP reset steps after each done
+        valid[32, 1] = False
+        expected = RunningMoments(())
+        expected.load(worker.return_moments.state())
+        all_returns = []
+        g = worker.disc_return.copy()
+        for t in range(40):
+            g = g * 0.9 + rewards[t]
+            all_returns.append(g.copy())
+            g[dones[t]] = 0.0
+        expected.merge(*moments(np.array(all_returns)[valid]))  # the returns of the valid steps join the moments
+        scaled = worker._scaled_rewards(rewards, dones, valid)
+        assert worker.return_moments.count == expected.count
+        np.testing.assert_allclose(worker.return_moments.m2, expected.m2, rtol=1e-12)
+        scale = np.sqrt(expected.m2 / expected.count + 1e-8)
+        np.testing.assert_allclose(scaled, np.clip(rewards / scale, -10, 10), rtol=1e-5)
+        np.testing.assert_allclose(worker.disc_return, g)
+        assert scale > 1.0 and np.abs(fragment.data["value_targets"]).max() < 50  # targets in scaled units
+    finally:
+        algo.stop()
