@@ -90,6 +90,11 @@ class Algorithm:
         c = self.config
         workers = make_workers(self.sampler_settings(), c.num_rollout_workers, c.num_cpus_per_worker, c.address,
                                c.dashboard, self.worker_class())
+        return self.with_fault_tolerance(workers)
+
+    def with_fault_tolerance(self, workers):
+        """Apply the config's fault_tolerance fields to a fleet that restarts workers (Ray fleets do)."""
+        c = self.config
         if hasattr(workers, "set_fault_tolerance"):
             workers.set_fault_tolerance(c.max_worker_restarts, c.restart_backoff_s, c.sample_timeout_s)
         return workers

@@ -49,8 +49,9 @@ class A3C(Algorithm):
         c: A3CConfig = self.config
         recipe = LossRecipe(a2c_loss, A2C_METRICS, loss_hparams(c),
                             functools.partial(prepare_batch, normalize=c.normalize_advantages))
-        return A3CWorkers(self.sampler_settings(), recipe, c.lr, c.grad_clip, c.num_rollout_workers,
-                          c.num_cpus_per_worker, c.address, c.in_flight_per_worker)
+        return self.with_fault_tolerance(A3CWorkers(self.sampler_settings(), recipe, c.lr, c.grad_clip,
+                                                    c.num_rollout_workers, c.num_cpus_per_worker, c.address,
+                                                    c.in_flight_per_worker))
 
     def make_learner(self):
         """The driver's copy of the server's weights (for checkpoints, export and evaluation)."""

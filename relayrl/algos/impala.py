@@ -67,8 +67,9 @@ class IMPALA(Algorithm):
         from relayrl.runtime.ray_async import LearnerQueue
 
         pull = {"every_k": c.weight_pull_every, "background": c.weight_pull_background, "ema_tau": c.weight_ema_tau}
-        return LearnerQueue(self.sampler_settings(), c.num_rollout_workers, c.num_cpus_per_worker, c.address,
-                            c.learner_queue_size, c.queue_full, pull, c.in_flight_per_worker)
+        return self.with_fault_tolerance(LearnerQueue(self.sampler_settings(), c.num_rollout_workers,
+                                                      c.num_cpus_per_worker, c.address, c.learner_queue_size,
+                                                      c.queue_full, pull, c.in_flight_per_worker))
 
     def make_learner(self):
         from relayrl.learner import Learner

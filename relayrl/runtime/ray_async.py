@@ -15,18 +15,22 @@ import ray
 from relayrl.grad_worker import GradientWorker, LossRecipe, make_gradient_learner, weighted_mean_gradients
 from relayrl.params import ParameterServer, WeightClient
 from relayrl.rollout import RolloutWorker, SamplerSettings
-from relayrl.runtime.ray_workers import init_ray
+from relayrl.rollout import EnvError
+from relayrl.runtime.ray_workers import RestartBudget, init_ray, kill_quietly
 from relayrl.types import Fragment
 
 
-class _Fleet:
-    """Shared plumbing: start Ray, create actors, wait for them, tear down."""
+class _Fleet(RestartBudget):
+    """Shared plumbing: start Ray, create actors, wait for them, replace failed ones, tear down."""
 
     def __init__(self, actor_cls, args: tuple, num_workers: int, num_cpus_per_worker: float, address: str | None):
         self._owns_ray = init_ray(address)
         remote_cls = ray.remote(actor_cls)
-        self.actors = [remote_cls.options(num_cpus=num_cpus_per_worker).remote(*args, i + 1) for i in range(num_workers)]
+        # small constructor arguments only, so a failed worker can be re-created at any time
+        self._make = lambda i: remote_cls.options(num_cpus=num_cpus_per_worker).remote(*args, i + 1)
+        self.actors = [self._make(i) for i in range(num_workers)]
         self.num_workers = num_workers
+        RestartBudget.__init__(self, num_workers)
         self._busy_s, self._window_start = 0.0, time.perf_counter()  # worker time spent sampling / computing
         self._armed = False
 
@@ -38,6 +42,25 @@ class _Fleet:
 
     def wait_ready(self) -> None:
         ray.get([a.ping.remote() for a in self.actors])
+
+    def _result_or_replace(self, ref, actor):
+        """ray.get(ref); if its worker failed (died, or its env raised), replace that worker (restart
+        budget and backoff) and return None. The in-flight calls of an actor already replaced return None
+        too: a dead worker is restarted once, however many of its calls were queued."""
+        try:
+            return ray.get(ref)
+        except (ray.exceptions.RayError, EnvError) as exc:
+            if actor not in self.actors:
+                return None
+            i = self.actors.index(actor)
+            kill_quietly(actor)
+            self.charge(i, getattr(exc, "cause", None) or exc)
+            self.actors[i] = self._make(i)
+            self.on_restart(self.actors[i])
+            return None
+
+    def on_restart(self, actor) -> None:
+        """Bring a re-created worker up to date and give it work (fleet-specific)."""
 
     def healthy(self) -> int:
         return len(self.actors)
@@ -163,12 +186,22 @@ class A3CWorkers(_Fleet):
             ready, _ = ray.wait(list(self._pending), num_returns=1)
             for ref in ready:
                 actor = self._pending.pop(ref)
-                self._pending[actor.a3c_step.remote(self.server)] = actor  # keep the worker busy first
-                fragment, m = ray.get(ref)
+                got = self._result_or_replace(ref, actor)
+                if got is None:  # its worker failed and was replaced (the new one is already queued)
+                    continue
+                self._pending[actor.a3c_step.remote(self.server)] = actor  # keep the worker busy
+                fragment, m = got
                 fragments.append(fragment), metrics.append(m)
                 steps += fragment.env_steps
                 self._busy_s += fragment.sample_time_s + m.get("grad_time_s", 0.0)
         return fragments, metrics
+
+    def on_restart(self, actor) -> None:
+        """The new worker starts from the server's newest weights, with the fleet's usual calls queued."""
+        weights, version = ray.get(self.server.latest.remote(-2))
+        actor.set_weights.remote(weights, version)
+        for _ in range(self.in_flight):
+            self._pending[actor.a3c_step.remote(self.server)] = actor
 
     def server_stats(self) -> dict[str, float]:
         return ray.get(self.server.pop_stats.remote())
@@ -264,7 +297,9 @@ class LearnerQueue(_Fleet):
             ready = set(ready) | set(ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)[0])
         for ref in ready:
             actor = self._pending.pop(ref)
-            fragment: Fragment = ray.get(ref)
+            fragment: Fragment | None = self._result_or_replace(ref, actor)
+            if fragment is None:  # its worker failed and was replaced (the new one is already sampling)
+                continue
             self._busy_s += fragment.sample_time_s
             full = len(self.queue) >= self.queue_size
             if full and self.when_full == "drop":
@@ -277,6 +312,11 @@ class LearnerQueue(_Fleet):
             else:
                 self._pending[actor.sample_next.remote(*self._latest)] = actor
 
+
+    def on_restart(self, actor) -> None:
+        """The new worker reads the newest weights named on its first call."""
+        for _ in range(self.in_flight):
+            self._pending[actor.sample_next.remote(*self._latest)] = actor
 
     def pop_dropped(self) -> list[Fragment]:
         """Fragments dropped from a full queue since the last call (columns freed; episode stats kept)."""

@@ -96,7 +96,41 @@ class WorkerFailedError(RuntimeError):
         self.worker_index, self.restarts, self.last_error = worker_index, restarts, last_error
 
 
-class RayWorkers:
+class RestartBudget:
+    """Restart accounting every fleet shares: a per-worker budget (past it: WorkerFailedError naming the
+    worker and the last error) and exponential backoff over consecutive failures of the same worker."""
+
+    def __init__(self, num_workers: int):
+        self.max_restarts, self.backoff_s, self.timeout_s = 3, 1.0, None
+        self.restarts = [0] * num_workers  # per worker, against the budget
+        self._consecutive = [0] * num_workers  # for the backoff
+        self.restarts_total = 0
+
+    def set_fault_tolerance(self, max_restarts: int, backoff_s: float, timeout_s: float | None) -> None:
+        self.max_restarts, self.backoff_s, self.timeout_s = max_restarts, backoff_s, timeout_s
+
+    def charge(self, i: int, error: BaseException) -> None:
+        """Count a failure of worker i (0-based), raise past the budget, else wait out the backoff."""
+        self.restarts[i] += 1
+        self._consecutive[i] += 1
+        self.restarts_total += 1
+        if self.restarts[i] > self.max_restarts:
+            raise WorkerFailedError(i + 1, self.restarts[i], error)
+        logging.getLogger("relayrl").warning("restarting rollout worker %d after %s: %s", i + 1, type(error).__name__, error)
+        time.sleep(self.backoff_s * 2 ** (self._consecutive[i] - 1))
+
+    def succeeded(self, i: int) -> None:
+        self._consecutive[i] = 0
+
+
+def kill_quietly(actor) -> None:
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - it may be dead already
+        pass
+
+
+class RayWorkers(RestartBudget):
     """Synchronous fleet with fault tolerance: a worker that dies, raises, or misses sample_timeout_s is
     killed and re-created (exponential backoff), and its fragment is resampled with the same weights
     version, so a synchronous update never loses a fragment nor mixes in stale ones."""
@@ -109,35 +143,20 @@ class RayWorkers:
             num_cpus=num_cpus_per_worker, scheduling_strategy="SPREAD").remote(settings, i + 1)
         self.actors = [self._make(i) for i in range(num_workers)]
         self.num_workers = num_workers
-        self.max_restarts, self.backoff_s, self.timeout_s = 3, 1.0, None
-        self.restarts = [0] * num_workers  # per worker, against the budget
-        self._consecutive = [0] * num_workers  # for the backoff
-        self.restarts_total = 0
+        RestartBudget.__init__(self, num_workers)
         self.lost_fragments = 0  # fragments dropped for good: none, every failed one is resampled
         self._weights_ref = None
         self._version = -1
         self.last_latencies_s: list[float] = []
         self._gcs_state, self._store_bytes, self._store_checked_at = None, 0, float("-inf")
 
-    def set_fault_tolerance(self, max_restarts: int, backoff_s: float, timeout_s: float | None) -> None:
-        self.max_restarts, self.backoff_s, self.timeout_s = max_restarts, backoff_s, timeout_s
-
     def wait_ready(self) -> None:
         """Block until every actor is constructed (raises the constructor's error if one failed)."""
         ray.get([a.ping.remote() for a in self.actors])
 
     def _restart(self, i: int, error: BaseException) -> None:
-        self.restarts[i] += 1
-        self._consecutive[i] += 1
-        self.restarts_total += 1
-        if self.restarts[i] > self.max_restarts:
-            raise WorkerFailedError(i + 1, self.restarts[i], error)
-        logging.getLogger("relayrl").warning("restarting rollout worker %d after %s: %s", i + 1, type(error).__name__, error)
-        try:
-            ray.kill(self.actors[i], no_restart=True)
-        except Exception:  # noqa: BLE001 - it may be dead already
-            pass
-        time.sleep(self.backoff_s * 2 ** (self._consecutive[i] - 1))
+        kill_quietly(self.actors[i])
+        self.charge(i, error)
         self.actors[i] = self._make(i)  # pulls the current weights on its first sample_with call
 
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
@@ -178,7 +197,7 @@ class RayWorkers:
             try:
                 fragments[i] = ray.get(ready[0])
                 latencies[i] = time.perf_counter() - start
-                self._consecutive[i] = 0
+                self.succeeded(i)
             except (ray.exceptions.RayError, EnvError) as exc:
                 self._restart(i, getattr(exc, "cause", None) or exc)
                 pending[launch(i)] = i

@@ -56,3 +56,31 @@ def test_a_crashing_env_can_be_recreated_in_place(ray_session, tmp_path):
         algo.stop()
     assert (tmp_path / "raise.marker").exists()
     assert result["workers/restarts"] == 0  # the worker rebuilt its env instead of dying
+
+
+@pytest.mark.parametrize("algo_name", ["a3c", "impala"])
+@pytest.mark.parametrize("fault", ["kill", "raise"])
+def test_async_fleets_restart_a_failed_worker(ray_session, tmp_path, algo_name, fault):
+    from relayrl.algos import config_class
+
+    config = (config_class(algo_name)().environment(FaultyCartPole, env_config={
+                  "fault": fault, "at_step": 150, "marker": str(tmp_path / "fault.marker")})
+              .rollouts(num_rollout_workers=2, num_envs_per_worker=4).debugging(seed=0)
+              .fault_tolerance(restart_backoff_s=0.1))
+    algo = config.build()
+    try:
+        after_fault = 0
+        for _ in range(300):
+            result = algo.train()
+            if result["workers/restarts"] == 1:
+                after_fault += 1
+            if after_fault >= 5:
+                break
+        steps_at_fault = result["timesteps_total"]
+        for _ in range(5):  # training goes on past the restart
+            result = algo.train()
+    finally:
+        algo.stop()
+    assert (tmp_path / "fault.marker").exists()
+    assert result["workers/restarts"] == 1 and result["workers/healthy"] == 2
+    assert result["timesteps_total"] > steps_at_fault
