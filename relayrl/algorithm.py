@@ -71,6 +71,11 @@ class Algorithm:
             from relayrl.logger import TensorBoardLogger
 
             self._logger = TensorBoardLogger(config.log_dir)
+        self._record = None  # config.json, progress.csv, learning_curve.png in the log dir
+        if config.log_dir:
+            from relayrl.run_record import RunRecord
+
+            self._record = RunRecord(config.log_dir, config.algo_name, config.to_dict())
 
     # ------------------------------------------------------------------ to implement
     @staticmethod
@@ -202,6 +207,8 @@ class Algorithm:
         iteration_returns = self.episodes.pop_iteration_returns()  # popped every iteration: nothing accumulates
         if self._logger is not None:
             self._logger.log(result, histograms={"episode_reward_hist": iteration_returns})
+        if self._record is not None:
+            self._record.log(result)
         return result
 
     # ------------------------------------------------------------------ checkpoints and export
@@ -337,6 +344,9 @@ class Algorithm:
         self.workers.stop()
         if self._logger is not None:
             self._logger.close()
+        if self._record is not None:
+            self._record.close()  # draws learning_curve.png
+            self._record = None
 
     def __enter__(self) -> "Algorithm":
         return self
