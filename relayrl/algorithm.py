@@ -316,6 +316,13 @@ class Algorithm:
         self._check_weights_finite("export")
         return export_saved_model(self.export_model(), self.spec, self.obs_space, self.action_space, export_dir)
 
+    def export_tflite(self, path: str, quantize: str = "none") -> str:
+        """A .tflite file (`path`, or path/policy.tflite for a directory) with the SavedModel's two signatures;
+        quantize: "none" (float32), "float16" or "int8" (post-training, calibrated on env observations)."""
+        from relayrl.tflite_export import export_tflite
+
+        return export_tflite(self, path, quantize).path
+
     def _check_weights_finite(self, what: str) -> None:
         for i, w in enumerate(self.learner.get_weights()):
             if not np.all(np.isfinite(w)):
