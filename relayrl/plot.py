@@ -24,7 +24,7 @@ import numpy as np
 from relayrl.run_record import CONFIG_FILE, PROGRESS_FILE
 
 Y_KEY = "episode_reward_mean"
-X_AXES = {"steps": ("timesteps_total", "env steps"), "time": ("time_total_s", "training time (s)")}
+X_AXES = {"steps": ("timesteps_total", "env steps"), "time": ("time_total_s", "wall-clock training time (s)")}
 GRID_POINTS = 200
 
 
@@ -136,9 +136,12 @@ def _finish(fig, axes, title: str, env: Any, out: str) -> str:
         if threshold is not None:
             ax.axhline(threshold, color="grey", ls="--", lw=1, label=f"{env} threshold ({threshold:g})")
         ax.grid(alpha=0.3)
-        ax.legend(loc="best", fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()  # one legend under the panels: no curve hidden
+    columns = 3 if len(axes) > 1 else 2
+    rows = -(-len(labels) // columns)
+    fig.legend(handles, labels, loc="lower center", ncol=columns, fontsize=8, frameon=False)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.045 * rows + 0.01, 1, 1))
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     fig.savefig(out, dpi=110)
     return out
