@@ -75,6 +75,11 @@ class Algorithm:
             from relayrl.logger import TensorBoardLogger
 
             self._logger = TensorBoardLogger(config.log_dir)
+        self._record = None  # config.json, progress.csv, learning_curve.png in the log dir
+        if config.log_dir:
+            from relayrl.run_record import RunRecord
+
+            self._record = RunRecord(config.log_dir, config.algo_name, config.to_dict())
 
     # ------------------------------------------------------------------ to implement
     @staticmethod
@@ -220,6 +225,8 @@ class Algorithm:
         iteration_returns = self.episodes.pop_iteration_returns()  # popped every iteration: nothing accumulates
         if self._logger is not None:
             self._logger.log(result, histograms={"episode_reward_hist": iteration_returns})
+        if self._record is not None:
+            self._record.log(result)
         return result
 
     # ------------------------------------------------------------------ checkpoints and export
@@ -330,6 +337,13 @@ class Algorithm:
         self._check_weights_finite("export")
         return export_saved_model(self.export_model(), self.spec, self.obs_space, self.action_space, export_dir)
 
+    def export_tflite(self, path: str, quantize: str = "none") -> str:
+        """A .tflite file (`path`, or path/policy.tflite for a directory) with the SavedModel's two signatures;
+        quantize: "none" (float32), "float16" or "int8" (post-training, calibrated on env observations)."""
+        from relayrl.tflite_export import export_tflite
+
+        return export_tflite(self, path, quantize).path
+
     def _check_weights_finite(self, what: str) -> None:
         for i, w in enumerate(self.learner.get_weights()):
             if not np.all(np.isfinite(w)):
@@ -358,6 +372,9 @@ class Algorithm:
         self.workers.stop()
         if self._logger is not None:
             self._logger.close()
+        if self._record is not None:
+            self._record.close()  # draws learning_curve.png
+            self._record = None
 
     def __enter__(self) -> "Algorithm":
         return self

@@ -55,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--keep-checkpoints", type=int, default=3, metavar="K", help="keep the newest K checkpoints")
     t.add_argument("--resume", default=None, metavar="DIR|auto",
                    help="continue from a checkpoint directory, or 'auto': the newest complete one under --logdir")
+    t.add_argument("--print-config", action="store_true",
+                   help="print the resolved config (defaults + tuned file + --config + --set) as YAML and exit")
     s = sub.add_parser("scale", help="env steps/s and time per iteration against the number of workers")
     _add_run_args(s)
     s.add_argument("--workers", type=_int_list, default=[1, 2, 4, 8], help="comma-separated worker counts, e.g. 1,2,4,8")
@@ -68,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     from relayrl import persist_cli  # `relayrl export` / `relayrl evaluate`
 
     persist_cli.register(sub)
+    from relayrl import plot  # `relayrl plot RUN_DIR ...`
+
+    plot.register(sub)
     return parser
 
 
@@ -92,6 +97,11 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(EXIT_BAD_INPUT, str(exc))
     if args.command == "scale":
         return _scale(args, config)
+    if args.print_config:  # relayrl/print_config.py
+        from relayrl.print_config import render
+
+        print(render(args, config), end="")
+        return 0
     return _train(args, config, process_start)
 
 

@@ -32,7 +32,9 @@ class ExportedPolicy(tf.Module):
         self.low = tf.constant(action_space.low, tf.float32) if bounds else None
         self.high = tf.constant(action_space.high, tf.float32) if bounds else None
         sig = [_obs_signature(obs_space)]
-        self.serve = tf.function(self._action, input_signature=sig)
+        # not named `serve`: TFLiteConverter.from_saved_model takes a module with a `serve` attribute for a
+        # Keras `model.export` artifact and then converts only one signature
+        self.action_fn = tf.function(self._action, input_signature=sig)
         self.value_fn = tf.function(self._value, input_signature=sig)
 
     def _inputs(self, observation):
@@ -64,7 +66,7 @@ class ExportedPolicy(tf.Module):
 def export_saved_model(model, spec: ModelSpec, obs_space: gym.Space, action_space: gym.Space, export_dir: str) -> str:
     module = ExportedPolicy(model, spec, obs_space, action_space)
     export_dir = os.path.abspath(export_dir)
-    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve, "value": module.value_fn})
+    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.action_fn, "value": module.value_fn})
     return export_dir
 
 

@@ -8,9 +8,12 @@ import sys
 
 
 def register(sub) -> None:
-    e = sub.add_parser("export", help="export a checkpoint's policy as a SavedModel")
+    e = sub.add_parser("export", help="export a checkpoint's policy as a SavedModel or a TFLite file")
     e.add_argument("checkpoint", help="checkpoint directory (written by --checkpoint-every / algo.save)")
-    e.add_argument("export_dir", help="SavedModel directory to write")
+    e.add_argument("export_dir", help="directory to write (the SavedModel, or DIR/policy.tflite)")
+    e.add_argument("--format", choices=["savedmodel", "tflite"], default="savedmodel")
+    e.add_argument("--quantize", choices=["none", "float16", "int8"], default="none",
+                   help="post-training quantisation of a tflite export (int8: calibrated on env observations)")
     e.set_defaults(handler=run_export)
     v = sub.add_parser("evaluate", help="score a checkpoint or an exported SavedModel")
     v.add_argument("path", help="checkpoint directory or SavedModel directory")
@@ -29,12 +32,23 @@ def _fail(message: str) -> int:
 def run_export(args: argparse.Namespace) -> int:
     from relayrl.algorithm import Algorithm
 
+    if args.format != "tflite" and args.quantize != "none":
+        return _fail(f"--quantize {args.quantize}: only with --format tflite")
     try:
         algo = Algorithm.from_checkpoint(args.checkpoint, num_rollout_workers=0, log_dir=None)
     except (ValueError, OSError) as exc:
         return _fail(str(exc))
     try:
-        path = algo.export_policy(args.export_dir)
+        if args.format == "tflite":
+            from relayrl.tflite_export import export_tflite
+
+            report = export_tflite(algo, args.export_dir, args.quantize)
+            path = report.path
+            print(report.summary())
+        else:
+            path = algo.export_policy(args.export_dir)
+    except ValueError as exc:
+        return _fail(str(exc))
     finally:
         algo.stop()
     print(f"exported {path}")

@@ -30,3 +30,10 @@ def available(algo: str) -> list[str]:
     """Env ids with a tuned config for this algorithm."""
     prefix = f"{algo}-"
     return sorted(f[len(prefix):-len(".yaml")] for f in os.listdir(HERE) if f.startswith(prefix) and f.endswith(".yaml"))
+
+
+def notes(path: str) -> dict:
+    """The documentation entries of a tuned file (keys starting with '_', e.g. `_result`)."""
+    with open(path) as fh:
+        data = yaml.safe_load(fh) or {}
+    return {k: v for k, v in data.items() if k.startswith("_")}
