@@ -15,7 +15,7 @@ import numpy as np
 from relayrl import checks as C
 from relayrl.algorithm import Algorithm
 from relayrl.algos.epsilon_greedy import EpsilonGreedyConfig
-from relayrl.config import DEFAULT_MODEL, knob
+from relayrl.config import DEFAULT_MODEL, MODEL_CHECKS, knob
 from relayrl.envs import env_name
 from relayrl.ops import piecewise_linear
 
@@ -25,7 +25,7 @@ class QLearningConfig(EpsilonGreedyConfig):
     algo_name = "qlearning"
 
     lr: float = knob(0.1, "training", C.number(0, 1), "step size alpha of the tabular update")
-    model: dict = knob({**DEFAULT_MODEL, "fcnet_hiddens": []}, "training", C.model({"fcnet_hiddens": C.int_list(0), "fcnet_activation": C.one_of("tanh", "relu", "elu", "swish"), "conv_filters": C.conv_filters(), "vf_share_layers": C.boolean()}), "fixed for tabular Q: no hidden layers (the kernel is the table)")
+    model: dict = knob({**DEFAULT_MODEL, "fcnet_hiddens": []}, "training", C.model(MODEL_CHECKS), "fixed for tabular Q: no hidden layers (the kernel is the table)")
     exploration_timesteps: int = knob(100_000, "training", C.integer(1), "env steps over which epsilon decays linearly")
     exploration_final_eps: float = knob(0.05, "training", C.number(0, 1), "epsilon after the schedule")
 

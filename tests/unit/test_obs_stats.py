@@ -121,3 +121,26 @@ def test_scaled_rewards_divide_by_the_std_of_the_discounted_return():
         assert scale > 1.0 and np.abs(fragment.data["value_targets"]).max() < 50  # targets in scaled units
     finally:
         algo.stop()
+
+
+def test_exported_models_carry_the_statistics(tmp_path):
+    from relayrl.export import load_policy
+
+    config = (PPOConfig().environment("Pendulum-v1").rollouts(num_envs_per_worker=4, rollout_fragment_length=50)
+              .training(train_batch_size=200, sgd_minibatch_size=100, num_sgd_iter=1,
+                        model={"normalize_obs": True}).debugging(seed=0))
+    algo = config.build()
+    try:
+        for _ in range(2):
+            algo.train()
+        mean, std = algo.learner.get_weights()[-2:]
+        assert not np.allclose(std, 1.0)  # real statistics, not the initial identity
+        net = networks.NumpyActorCritic(algo.spec)
+        net.set_weights(algo.learner.get_weights())
+        obs = (np.random.default_rng(0).uniform(-1, 1, (64, 3)) * [1, 1, 8]).astype(np.float32)
+        action, value = load_policy(algo.export_policy(str(tmp_path / "saved")))
+        np.testing.assert_allclose(value(obs), net.value(obs), rtol=1e-4, atol=1e-4)
+        low, high = algo.action_space.low, algo.action_space.high
+        np.testing.assert_allclose(action(obs), np.clip(net.dist_inputs(obs), low, high), rtol=1e-4, atol=1e-4)
+    finally:
+        algo.stop()
