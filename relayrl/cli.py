@@ -68,6 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
     from relayrl import persist_cli  # `relayrl export` / `relayrl evaluate`
 
     persist_cli.register(sub)
+    from relayrl import tune_cli  # `relayrl tune`
+
+    tune_cli.register(sub)
     return parser
 
 
