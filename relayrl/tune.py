@@ -157,8 +157,10 @@ def make_scheduler(name: str, specs: list[SearchSpec], max_t: int, perturbation_
 
         if seed is not None:
             random.seed(seed)  # PBT explores with the random module
+        # synch: every trial reaches the perturbation point before the bottom quarter clones the top quarter,
+        # so which trials exploit does not depend on which finished its iteration first
         return PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=perturbation_interval,
-                                       hyperparam_mutations={s.key: s.mutation() for s in specs})
+                                       hyperparam_mutations={s.key: s.mutation() for s in specs}, synch=True)
     raise ValueError(f"unknown scheduler {name!r}; allowed: {', '.join(SCHEDULERS)}")
 
 
@@ -230,6 +232,7 @@ def _trial_row(result, keys: list[str], metric: str) -> dict[str, Any]:
         metric: metrics.get(metric),
         "episode_reward_mean": metrics.get("episode_reward_mean"),
         "training_iteration": metrics.get("training_iteration"),
+        "iterations_since_restore": metrics.get("iterations_since_restore"),  # fewer: cloned/restored (PBT)
         "timesteps_total": metrics.get("timesteps_total"),
         "checkpoint": result.checkpoint.path if result.checkpoint is not None else None,
         "error": f"{type(result.error).__name__}: {result.error}" if result.error else None,
