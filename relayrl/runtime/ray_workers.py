@@ -105,8 +105,11 @@ class RayWorkers:
                  dashboard: bool = False, worker_cls: type | None = None):
         self._owns_ray = init_ray(address, dashboard)
         # Small constructor arguments only (SamplerSettings): Ray can re-create such an actor at any time.
+        # Spread over the nodes, except inside a placement group (a Ray Tune trial reserves its workers' CPUs
+        # as bundles): there the workers take the group's bundles, which Tune captures for child actors.
+        strategy = None if ray.util.get_current_placement_group() is not None else "SPREAD"
         self._make = lambda i: ray.remote(worker_cls or RayRolloutWorker).options(
-            num_cpus=num_cpus_per_worker, scheduling_strategy="SPREAD").remote(settings, i + 1)
+            num_cpus=num_cpus_per_worker, scheduling_strategy=strategy).remote(settings, i + 1)
         self.actors = [self._make(i) for i in range(num_workers)]
         self.num_workers = num_workers
         self.max_restarts, self.backoff_s, self.timeout_s = 3, 1.0, None

@@ -91,6 +91,19 @@ def test_pbt_clones_trials_through_relayrl_checkpoints(ray_session, tmp_path):
     assert os.path.isdir(out.best["checkpoint"])
 
 
+def test_trials_with_ray_rollout_workers_place_them_in_the_trials_reservation(ray_session, tmp_path):
+    """A trial asks Tune for 1 CPU + 1 per rollout worker; the workers must take those bundles (on 2 CPUs a
+    worker scheduled outside the trial's placement group would wait forever)."""
+    from relayrl.tune import run_search
+
+    base = small_ppo().rollouts(num_rollout_workers=1)
+    out = run_search(base, ["lr=choice(1e-3)"], num_samples=1, stop_iters=2, storage=str(tmp_path))
+    assert out.trials[0]["error"] is None and out.trials[0]["training_iteration"] == 2
+    with open(os.path.join(os.path.dirname(out.best["checkpoint"]), "result.json")) as fh:
+        last = [json.loads(line) for line in fh if line.strip()][-1]
+    assert last["workers/healthy"] == 1
+
+
 def test_cli_asha_search_prints_the_best_trial_and_json(tmp_path):
     proc = run_cli("tune", "ppo", "CartPole-v1", "--search", "lr=loguniform(1e-4,1e-2)", "--search",
                    "gamma=choice(0.98,0.99)", "--samples", "4", "--scheduler", "asha", "--stop-iters", "4",
