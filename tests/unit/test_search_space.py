@@ -67,3 +67,22 @@ def test_importing_relayrl_tune_loads_neither_ray_tune_nor_tensorflow():
     code = "import sys, relayrl.tune, relayrl.tune_cli; print('ray.tune' in sys.modules, 'tensorflow' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False"]
+
+
+def test_trial_config_is_laid_over_the_base_and_checked_by_relayrl():
+    import numpy as np
+
+    from relayrl.tune import build_config
+
+    base = PPOConfig().environment("CartPole-v1").training(train_batch_size=1000).reporting(log_dir="/tmp/x").to_dict()
+    # what Tune samples: numpy scalars; model options as flat model.<key> fields
+    config = build_config("ppo", base, {"lr": np.float64(1e-3), "num_sgd_iter": np.int64(3),
+                                        "model.fcnet_hiddens": [16]})
+    assert config.lr == 1e-3 and type(config.num_sgd_iter) is int and config.num_sgd_iter == 3
+    assert config.model["fcnet_hiddens"] == [16] and config.model["fcnet_activation"] == "tanh"
+    assert config.train_batch_size == 1000 and config.log_dir is None  # Tune logs the results itself
+    config.to_dict()  # JSON-able: the checkpoint's config.json
+    with pytest.raises(ValueError, match="unknown key 'lrr' \\(did you mean 'lr'\\?\\)"):
+        build_config("ppo", base, {"lrr": 0.1})
+    with pytest.raises(ValueError, match="PPOConfig.gamma = 2 is invalid"):
+        build_config("ppo", base, {"gamma": 2})
