@@ -130,6 +130,11 @@ def _float_or(value: Any, default: float) -> float:
 
 # ---------------------------------------------------------------------- a whole search (`relayrl tune`)
 SCHEDULERS = ("fifo", "asha", "pbt")
+# result fields every algorithm reports (Algorithm.train); per-algorithm ones sit under these prefixes
+RESULT_FIELDS = ("episode_reward_mean", "episode_reward_min", "episode_reward_max", "episode_len_mean",
+                 "episodes_total", "timesteps_total", "training_iteration", "time_total_s", "time_this_iter_s",
+                 "env_steps_per_s")
+RESULT_PREFIXES = ("learner/", "timers/", "workers/", "memory/")
 
 
 @dataclass
@@ -176,7 +181,7 @@ def run_search(base: Config, search: list[SearchSpec | str], num_samples: int = 
     from relayrl.runtime.ray_workers import init_ray
 
     specs = [s if isinstance(s, SearchSpec) else search_space.parse(s) for s in search]
-    check_search(base, specs, num_samples, scheduler, stop_iters, mode, perturbation_interval)
+    check_search(base, specs, num_samples, scheduler, stop_iters, mode, perturbation_interval, metric)
     init_ray(base.address)  # relayrl's embedded Ray: loopback only, workers' thread caps
     stop: dict[str, float] = {"training_iteration": stop_iters}
     if stop_reward is not None:
@@ -195,7 +200,11 @@ def run_search(base: Config, search: list[SearchSpec | str], num_samples: int = 
         checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=True))
     tuner = tune.Tuner(trainable(base), param_space={s.key: s.to_tune() for s in specs},
                        tune_config=tune_config, run_config=run_config)
-    grid = tuner.fit()
+    try:
+        grid = tuner.fit()
+    except tune.TuneError as exc:  # Tune's controller gave up (e.g. a result without the metric)
+        lines = [line for line in str(exc).splitlines() if line.strip()]
+        raise RuntimeError(f"Ray Tune stopped the search: {lines[-1][:500] if lines else exc}") from None
     keys = [s.key for s in specs]
     trials = [_trial_row(result, keys, metric) for result in grid]
     finished = [t for t in trials if t["error"] is None and _finite(t[metric])]
@@ -208,7 +217,7 @@ def run_search(base: Config, search: list[SearchSpec | str], num_samples: int = 
 
 
 def check_search(base: Config, specs: list[SearchSpec], num_samples: int, scheduler: str, stop_iters: int,
-                 mode: str, perturbation_interval: int) -> None:
+                 mode: str, perturbation_interval: int, metric: str = "episode_reward_mean") -> None:
     """Everything about a search that can be wrong, checked before Ray starts (ValueError naming it)."""
     if not specs:
         raise ValueError("nothing to search: give at least one --search KEY=KIND(ARGS), e.g. lr=loguniform(1e-4,1e-2)")
@@ -222,6 +231,9 @@ def check_search(base: Config, specs: list[SearchSpec], num_samples: int, schedu
         raise ValueError(f"--scheduler {scheduler!r}: allowed: {', '.join(SCHEDULERS)}")
     if mode not in ("max", "min"):
         raise ValueError(f"--mode {mode!r}: allowed: max, min")
+    if metric not in RESULT_FIELDS and not metric.startswith(RESULT_PREFIXES):
+        raise ValueError(f"--metric {metric!r} is not a result field; allowed: {', '.join(RESULT_FIELDS)}, "
+                         f"or a field under {', '.join(RESULT_PREFIXES)} (e.g. learner/total_loss)")
 
 
 def _trial_row(result, keys: list[str], metric: str) -> dict[str, Any]:

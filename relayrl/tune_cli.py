@@ -14,6 +14,7 @@ import sys
 
 def register(sub) -> None:
     from relayrl.cli import _add_run_args
+    from relayrl.tune import SCHEDULERS
 
     p = sub.add_parser("tune", help="hyper-parameter search with Ray Tune")
     _add_run_args(p)
@@ -21,12 +22,12 @@ def register(sub) -> None:
                    help="a searched field: uniform(a,b), loguniform(a,b), randint(a,b) (b excluded), choice(v1,...), "
                         "grid(v1,...); repeat for several fields")
     p.add_argument("--samples", type=int, default=4, help="trials sampled (a grid is repeated per sample)")
-    p.add_argument("--scheduler", default="fifo", help="fifo (every trial runs to the end), asha (stops poor "
+    p.add_argument("--scheduler", default="fifo", choices=SCHEDULERS, help="fifo (every trial runs to the end), asha (stops poor "
                    "trials early), pbt (clones good trials and perturbs their fields)")
     p.add_argument("--stop-iters", type=int, default=10, help="training iterations per trial")
     p.add_argument("--stop-reward", type=float, default=None, help="stop a trial once episode_reward_mean reaches it")
     p.add_argument("--metric", default="episode_reward_mean", help="result field that ranks the trials")
-    p.add_argument("--mode", default="max", help="max or min")
+    p.add_argument("--mode", default="max", choices=("max", "min"), help="whether the best trial maximises or minimises --metric")
     p.add_argument("--perturbation-interval", type=int, default=2, help="pbt: iterations between perturbations")
     p.add_argument("--storage", default=None, help="directory for Tune's results (default ~/relayrl_results/tune)")
     p.add_argument("--name", default=None, help="experiment name (a folder under --storage)")
@@ -48,7 +49,8 @@ def run_tune(args: argparse.Namespace) -> int:
     try:
         specs = [search_space.parse(text) for text in args.search]
         base = _config_from_args(args)
-        check_search(base, specs, args.samples, args.scheduler, args.stop_iters, args.mode, args.perturbation_interval)
+        check_search(base, specs, args.samples, args.scheduler, args.stop_iters, args.mode, args.perturbation_interval,
+                     args.metric)
     except (ValueError, OSError) as exc:
         return _fail(str(exc))
     if getattr(args, "tuned_path", None):

@@ -119,13 +119,15 @@ def test_cli_asha_search_prints_the_best_trial_and_json(tmp_path):
     assert max(t["training_iteration"] for t in final["trials"]) == 4
 
 
-@pytest.mark.parametrize("search,message", [
-    ("lr=loguniform(1e-4)", "invalid --search 'lr=loguniform(1e-4)': loguniform needs exactly 2 arguments"),
-    ("lrr=uniform(0.1,0.2)", "unknown key 'lrr' (did you mean 'lr'?)"),
-    ("lr=gauss(0,1)", "unknown distribution 'gauss'"),
+@pytest.mark.parametrize("args,message", [
+    (["--search", "lr=loguniform(1e-4)"], "invalid --search 'lr=loguniform(1e-4)': loguniform needs exactly 2 arguments"),
+    (["--search", "lrr=uniform(0.1,0.2)"], "unknown key 'lrr' (did you mean 'lr'?)"),
+    (["--search", "lr=gauss(0,1)"], "unknown distribution 'gauss'"),
+    (["--search", "lr=choice(1e-3)", "--metric", "reward"], "--metric 'reward' is not a result field"),
+    ([], "nothing to search"),
 ])
-def test_cli_bad_search_is_one_line_and_exit_2(search, message):
-    proc = run_cli("tune", "ppo", "CartPole-v1", "--search", search, timeout=120)
+def test_cli_bad_search_is_one_line_and_exit_2(args, message):
+    proc = run_cli("tune", "ppo", "CartPole-v1", *args, timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("relayrl: error:") and message in lines[0], proc.stderr
