@@ -106,7 +106,7 @@ def test_trials_with_ray_rollout_workers_place_them_in_the_trials_reservation(ra
 
 def test_cli_asha_search_prints_the_best_trial_and_json(tmp_path):
     proc = run_cli("tune", "ppo", "CartPole-v1", "--search", "lr=loguniform(1e-4,1e-2)", "--search",
-                   "gamma=choice(0.98,0.99)", "--samples", "4", "--scheduler", "asha", "--stop-iters", "4",
+                   "gamma=choice(0.98,0.99)", "--samples", "4", "--scheduler", "asha", "--stop-iters", "3",
                    "--seed", "0", "--set", "train_batch_size=1000", "--storage", str(tmp_path), "--verbose", "0",
                    "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -116,7 +116,7 @@ def test_cli_asha_search_prints_the_best_trial_and_json(tmp_path):
     assert final["best"]["episode_reward_mean"] == max(t["episode_reward_mean"] for t in ranked)
     assert final["best"]["config"]["gamma"] in (0.98, 0.99) and os.path.isdir(final["best"]["checkpoint"])
     assert f"best checkpoint: {final['best']['checkpoint']}" in proc.stdout
-    assert max(t["training_iteration"] for t in final["trials"]) == 4
+    assert max(t["training_iteration"] for t in final["trials"]) == 3
 
 
 @pytest.mark.parametrize("args,message", [
