@@ -259,7 +259,7 @@ class LearnerHost:
         return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "host": socket.gethostname(),
                 "gpu_ids": ray.get_gpu_ids(), "visible_gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
                 "variable_devices": sorted({getattr(v, "value", v).device for v in self.learner.model.ordered_variables}),
-                "replicas": self.learner.strategy.num_replicas_in_sync}
+                "replicas": self.learner.strategy.num_replicas_in_sync, "eager": self.learner.eager}
 
 
 class RemoteLearner:
