@@ -142,3 +142,33 @@ def test_eager_is_a_debugging_knob():
         PPOConfig().debugging(eager="yes")
     with pytest.raises(ValueError, match="unknown key 'eager'"):
         PPOConfig().training(eager=True)
+
+
+class _EagerProbe:
+    """Stands in for a conv policy's Keras model: records whether each call runs eagerly, then delegates."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+
+    def __call__(self, obs):
+        self.calls.append(tf.executing_eagerly())
+        return self.model(obs)
+
+    def __getattr__(self, name):  # set_weights, log_std, ...
+        return getattr(self.model, name)
+
+
+def test_conv_policy_forward_runs_eagerly_when_sampling_in_process():
+    from tests.fakes import ImageEnv
+
+    algo = (PPOConfig().environment(ImageEnv).rollouts(num_envs_per_worker=2)
+            .training(train_batch_size=32, sgd_minibatch_size=16, num_sgd_iter=1, model={"fcnet_hiddens": [16]})
+            .debugging(eager=True, seed=0).build())
+    try:
+        net = algo.workers.worker.policy.net
+        assert type(net).__name__ == "TFForward"
+        net.model = _EagerProbe(net.model)  # its tf.functions look the model up when they run
+        algo.train()
+        assert net.model.calls and all(net.model.calls)  # every sampling step ran op by op
+    finally:
+        algo.stop()
