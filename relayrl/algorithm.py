@@ -125,6 +125,11 @@ class Algorithm:
         """The learner on the driver, or in a Ray actor that holds the GPUs (then the driver never imports TF)."""
         c = self.config
         factory = functools.partial(type(self).build_learner, self.spec, c)
+        if c.eager and self.uses_tensorflow:
+            from relayrl.placement import build_eagerly
+
+            self._eager_was = tf_import.tf.config.functions_run_eagerly()  # restored by stop()
+            factory = functools.partial(build_eagerly, factory)
         if resolve_placement(c.learner_placement, c.num_gpus) == "actor":
             from relayrl.runtime.ray_workers import RemoteLearner
 
@@ -369,6 +374,8 @@ class Algorithm:
     def stop(self) -> None:
         if hasattr(self.learner, "stop"):
             self.learner.stop()
+        if getattr(self, "_eager_was", None) is False:  # eager=True switched this process to eager: switch back
+            tf_import.tf.config.run_functions_eagerly(False)
         self.workers.stop()
         if self._logger is not None:
             self._logger.close()

@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument("--dashboard", action="store_true", help="start the Ray dashboard on 127.0.0.1 (needs --workers >= 1)")
     t.add_argument("--json", action="store_true", help="last stdout line: the final result as one JSON object")
     t.add_argument("--quiet", action="store_true", help="no progress lines")
+    t.add_argument("--eager", action="store_true",
+                   help="debugging: run the learner's update eagerly (breakpoints in a loss see values; slow)")
     t.add_argument("--checkpoint-every", type=int, default=0, metavar="N", help="checkpoint every N iterations (0 = off)")
     t.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when training stops")
     t.add_argument("--keep-checkpoints", type=int, default=3, metavar="K", help="keep the newest K checkpoints")
@@ -73,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     from relayrl import plot  # `relayrl plot RUN_DIR ...`
 
     plot.register(sub)
+    from relayrl import tune_cli  # `relayrl tune`
+
+    tune_cli.register(sub)
     return parser
 
 
@@ -165,7 +170,8 @@ def _config_from_args(args: argparse.Namespace):
     config.update_from_dict(overrides)
     flags = {"num_envs_per_worker": args.envs_per_worker, "seed": args.seed, "address": args.address}
     if args.command == "train":
-        flags.update(num_rollout_workers=args.workers, dashboard=True if args.dashboard else None)
+        flags.update(num_rollout_workers=args.workers, dashboard=True if args.dashboard else None,
+                     eager=True if args.eager else None)
         config.reporting(log_dir=args.logdir or _default_logdir(args.algo, args.env))
     config.update_from_dict({k: v for k, v in flags.items() if v is not None})
     config.validate()

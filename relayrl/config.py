@@ -78,6 +78,7 @@ class Config:
     model: dict = knob(DEFAULT_MODEL, "training", C.model(MODEL_CHECKS), "network options: " + ", ".join(DEFAULT_MODEL))
     # --- debugging
     seed: Any = knob(None, "debugging", C.optional(C.integer(0)), "base seed: env i of worker w gets seed + 1000 * w + i")
+    eager: bool = knob(False, "debugging", C.boolean(), "run the learner's update (and tf.functions of its process, e.g. a conv policy's forward pass when sampling in-process) eagerly, op by op: breakpoints and prints inside a loss see concrete values; many times slower")
     # --- fault tolerance
     max_worker_restarts: int = knob(3, "fault_tolerance", C.integer(0), "restarts allowed per rollout worker before the run stops with WorkerFailedError")
     restart_backoff_s: float = knob(1.0, "fault_tolerance", C.number(0), "wait before a worker's k-th consecutive restart: restart_backoff_s * 2^(k-1)")

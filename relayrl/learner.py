@@ -103,7 +103,14 @@ class Learner(tf.Module):
         self._batch_sig = [tf.TensorSpec((None,) + tuple(batch_spec[k][0]), tf.as_dtype(batch_spec[k][1]))
                            for k in self._keys]
         self._gradients_fn = self._apply_fn = None  # gradient exchange (A3C, aggregation): traced on first use
-        self._update_fn = self._compile(batch_spec)  # traced now: before the first batch, while workers start
+        # .debugging(eager=True) turns tf.config.run_functions_eagerly on in this process before the learner is
+        # built: the same step code then runs op by op in Python (tf.while_loop is a Python loop in eager mode),
+        # so a breakpoint or print inside a loss sees concrete tensors. Nothing is traced.
+        self.eager = tf.config.functions_run_eagerly()
+        if self.eager:
+            self._update_fn = self._eagerly(self._run_steps)
+        else:
+            self._update_fn = self._compile(batch_spec)  # traced now: before the first batch, while workers start
 
     # ------------------------------------------------------------------ weights
     def get_weights(self) -> list[np.ndarray]:
@@ -147,6 +154,8 @@ class Learner(tf.Module):
     def compute_gradients(self, batch: dict[str, np.ndarray]) -> tuple[list[np.ndarray], dict[str, float]]:
         """Unclipped gradients of the loss on the whole batch at the current weights (nothing applied):
         what an A3C worker or a gradient-aggregating worker sends."""
+        if self._gradients_fn is None and self.eager:
+            self._gradients_fn = self._eagerly(self._gradients)
         if self._gradients_fn is None:
             self._gradients_fn = tf.function(self._gradients, input_signature=[self._batch_sig],
                                              autograph=False).get_concrete_function()
@@ -155,6 +164,8 @@ class Learner(tf.Module):
 
     def apply_gradients(self, grads: list[np.ndarray]) -> float:
         """Clip (global norm) and apply gradients computed elsewhere; returns their global norm."""
+        if self._apply_fn is None and self.eager:
+            self._apply_fn = lambda g: self._apply([tf.convert_to_tensor(x, v.dtype) for x, v in zip(g, self.variables_)])
         if self._apply_fn is None:
             sig = [[tf.TensorSpec(v.shape, v.dtype) for v in self.variables_]]
             self._apply_fn = tf.function(self._apply, input_signature=sig, autograph=False).get_concrete_function()
@@ -177,6 +188,13 @@ class Learner(tf.Module):
         b1p, b2p = self.optimizer.next_step_powers()
         self.optimizer.apply(grads, self.variables_, b1p, b2p)
         return gnorm
+
+    def _eagerly(self, fn: Callable) -> Callable:
+        """fn(columns, *rest) called op by op, the columns given the dtypes the compiled signature would cast to."""
+        def run(columns: list, *rest):
+            return fn([tf.convert_to_tensor(c, s.dtype) for c, s in zip(columns, self._batch_sig)], *rest)
+
+        return run
 
     def _compile(self, batch_spec: dict[str, tuple]):
         sig = (self._batch_sig, tf.TensorSpec((None, self.minibatch_size), tf.int32))

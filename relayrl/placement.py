@@ -51,3 +51,11 @@ def build_learner_here(factory: Callable[..., Any], num_gpus: float, threads: An
     """Configure this process for the learner and build it: factory(strategy=...) -> Learner."""
     configure_tensorflow(num_gpus, threads, mlp)
     return factory(strategy=make_strategy(num_gpus))
+
+
+def build_eagerly(factory: Callable[..., Any], **kwargs: Any):
+    """factory(**kwargs) with tf.config.run_functions_eagerly(True) in this (the learner's) process, for
+    `.debugging(eager=True)`: the Learner then skips tracing and runs its steps op by op, and every other
+    tf.function called in this process afterwards runs eagerly too."""
+    tf_import.load().config.run_functions_eagerly(True)
+    return factory(**kwargs)

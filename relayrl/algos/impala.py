@@ -82,7 +82,9 @@ class IMPALA(Algorithm):
                           batch_spec(self.spec), minibatch_size=None)
         obs_spec = batch_spec(self.spec)["obs"]
         sig = [tf.TensorSpec((None,) + tuple(obs_spec[0]), tf.as_dtype(obs_spec[1]))]
-        self._forward = tf.function(lambda x: learner.model(x), input_signature=sig).get_concrete_function()
+        forward = tf.function(lambda x: learner.model(x), input_signature=sig)
+        # eager debugging: the plain tf.function honours run_functions_eagerly, its concrete function would not
+        self._forward = forward if learner.eager else forward.get_concrete_function()
         return learner
 
     def training_step(self) -> dict[str, float]:

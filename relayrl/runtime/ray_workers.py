@@ -139,8 +139,11 @@ class RayWorkers(RestartBudget):
                  dashboard: bool = False, worker_cls: type | None = None):
         self._owns_ray = init_ray(address, dashboard)
         # Small constructor arguments only (SamplerSettings): Ray can re-create such an actor at any time.
+        # Spread over the nodes, except inside a placement group (a Ray Tune trial reserves its workers' CPUs
+        # as bundles): there the workers take the group's bundles, which Tune captures for child actors.
+        strategy = None if ray.util.get_current_placement_group() is not None else "SPREAD"
         self._make = lambda i: ray.remote(worker_cls or RayRolloutWorker).options(
-            num_cpus=num_cpus_per_worker, scheduling_strategy="SPREAD").remote(settings, i + 1)
+            num_cpus=num_cpus_per_worker, scheduling_strategy=strategy).remote(settings, i + 1)
         self.actors = [self._make(i) for i in range(num_workers)]
         self.num_workers = num_workers
         RestartBudget.__init__(self, num_workers)
@@ -275,7 +278,7 @@ class LearnerHost:
         return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "host": socket.gethostname(),
                 "gpu_ids": ray.get_gpu_ids(), "visible_gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
                 "variable_devices": sorted({getattr(v, "value", v).device for v in self.learner.model.ordered_variables}),
-                "replicas": self.learner.strategy.num_replicas_in_sync}
+                "replicas": self.learner.strategy.num_replicas_in_sync, "eager": self.learner.eager}
 
 
 class RemoteLearner:
