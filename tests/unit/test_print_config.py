@@ -32,9 +32,9 @@ def test_prints_defaults_plus_tuned_file_plus_overrides_and_does_not_train(capsy
 
 
 def test_without_a_tuned_file_it_says_so_and_lists_the_tuned_envs(capsys):
-    out = print_config(capsys, "ppo", "Acrobot-v1")
-    assert "# tuned: none for ppo on Acrobot-v1 (tuned envs for ppo: " in out
-    assert yaml.safe_load(out)["env"] == "Acrobot-v1"
+    out = print_config(capsys, "ppo", "MountainCar-v0")
+    assert "# tuned: none for ppo on MountainCar-v0 (tuned envs for ppo: " in out
+    assert yaml.safe_load(out)["env"] == "MountainCar-v0"
 
 
 def test_bad_input_still_exits_2_with_one_line(capsys):
