@@ -147,3 +147,25 @@ def test_docs_page_code_blocks_run(page: Path, tmp_path: Path):
     finally:
         if session is not None:
             session.close()
+
+
+def test_extractor_skips_text_and_no_test_blocks():
+    text = ("```python\nx = 1\n```\n<!-- no-test -->\n```bash\npip install x\n```\n```text\nray start --head\n```\n"
+            "```console\n$ relayrl --help\nusage\n```\n")
+    blocks = extract_blocks(text)
+    assert [(b["lang"], b["line"]) for b in blocks] == [("python", 1), ("console", 11)]
+    assert console_commands(blocks[1]["code"]) == "relayrl --help"
+
+
+def test_a_failing_block_is_reported_with_its_traceback(tmp_path):
+    session = PythonSession(tmp_path, _env())
+    try:
+        assert session.run("value = 41", "page.md:1")[0]
+        ok, output = session.run("assert value == 42, 'value is off'", "page.md:9")
+        assert not ok and "page.md:9" in output and "value is off" in output
+        ok, _ = session.run("value += 1\nassert value == 42", "page.md:12")  # state carries across blocks
+        assert ok
+    finally:
+        session.close()
+    ok, output = run_shell("relayrl train no-such-algo CartPole-v1", tmp_path, _env())
+    assert not ok and "unknown algorithm" in output
