@@ -64,7 +64,6 @@ def console_commands(code: str) -> str:
 def _env() -> dict:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")  # examples/ import like a checkout
     return env
 
 
