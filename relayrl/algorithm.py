@@ -388,3 +388,31 @@ class Algorithm:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class InProcessReplayCheckpoint:
+    """Checkpoint support for algorithms holding `self.replay` in this process (DQN, SAC, TD3): the buffer
+    goes to replay.npz, its sampling RNG and the replay-ratio debt to state.json. Redis replay already
+    outlives the process and is left where it is. Listed before Algorithm in the bases."""
+
+    def extra_state(self) -> dict[str, Any]:
+        rng = getattr(self.replay, "rng", None)
+        return {**super().extra_state(), "update_debt": getattr(self, "_update_debt", 0.0),
+                "replay_rng": rng.bit_generator.state if rng is not None else None}
+
+    def set_extra_state(self, state: dict[str, Any]) -> None:
+        super().set_extra_state(state)
+        self._update_debt = state.get("update_debt", 0.0)
+        if state.get("replay_rng") and hasattr(self.replay, "rng"):
+            self.replay.rng.bit_generator.state = state["replay_rng"]
+
+    def replay_state(self) -> dict[str, np.ndarray] | None:
+        from relayrl.replay import UniformReplay
+
+        return self.replay.state() if isinstance(self.replay, UniformReplay) else None
+
+    def load_replay_state(self, state: dict[str, np.ndarray]) -> None:
+        from relayrl.replay import UniformReplay
+
+        if isinstance(self.replay, UniformReplay):
+            self.replay.load_state(state)

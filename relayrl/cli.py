@@ -119,13 +119,15 @@ def parse_set(items: list[str]) -> dict[str, Any]:
     """['lr=1e-3', 'model.fcnet_hiddens=[32,32]'] -> {'lr': 0.001, 'model': {'fcnet_hiddens': [32, 32]}}."""
     import yaml
 
+    from relayrl import yaml_io
+
     out: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         if not sep or not key:
             raise ValueError(f"invalid --set {item!r}: expected KEY=VALUE, e.g. --set lr=0.001")
         try:
-            value = yaml.safe_load(raw)
+            value = yaml_io.load(raw)
         except yaml.YAMLError as exc:
             raise ValueError(f"invalid --set {item!r}: value is not valid YAML ({exc.problem})") from None
         if key.startswith("model."):
@@ -150,9 +152,11 @@ def _config_from_args(args: argparse.Namespace):
     if args.config:
         import yaml
 
+        from relayrl import yaml_io
+
         with open(args.config) as fh:
             try:
-                file_fields = yaml.safe_load(fh) or {}
+                file_fields = yaml_io.load(fh) or {}
             except yaml.YAMLError as exc:
                 raise ValueError(f"--config {args.config} is not valid YAML: {exc}") from None
         if not isinstance(file_fields, dict):
@@ -238,7 +242,7 @@ def _should_stop(rules: dict[str, float], result: dict[str, Any]) -> bool:
 def _train(args: argparse.Namespace, config, process_start: float) -> int:
     from relayrl.metrics import diagnose
     from relayrl.progress import Progress
-    from relayrl.rollout import EnvError
+    from relayrl.rollout import EnvError, WorkerFailedError
 
     rules = _stop_rules(args)
     progress = Progress(enabled=not args.quiet, log_dir=config.log_dir)
@@ -285,7 +289,7 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
                 break
     except KeyboardInterrupt:
         progress.note("interrupted")
-    except (FloatingPointError, EnvError) as exc:
+    except (FloatingPointError, EnvError, WorkerFailedError) as exc:
         algo.stop()
         return _fail(EXIT_FAILED, f"{type(exc).__name__}: {exc}")
     algo.stop()

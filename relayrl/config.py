@@ -185,9 +185,9 @@ class Config:
 
     @classmethod
     def from_yaml(cls, text: str) -> "Config":
-        import yaml
+        from relayrl import yaml_io
 
-        data = yaml.safe_load(text) or {}
+        data = yaml_io.load(text) or {}
         if not isinstance(data, dict):
             raise ValueError(f"{cls.__name__}: YAML config must be a mapping of field: value, got {type(data).__name__}")
         return cls.from_dict(data)

@@ -81,6 +81,15 @@ class EnvError(RuntimeError):
     """An environment produced something unusable (NaN observation or reward, bad shapes)."""
 
 
+class WorkerFailedError(RuntimeError):
+    """A rollout worker kept failing past its restart budget (raised by the Ray fleets)."""
+
+    def __init__(self, worker_index: int, restarts: int, last_error: BaseException):
+        super().__init__(f"rollout worker {worker_index} failed {restarts} times (max_worker_restarts reached); "
+                         f"last error: {type(last_error).__name__}: {last_error}")
+        self.worker_index, self.restarts, self.last_error = worker_index, restarts, last_error
+
+
 class RolloutWorker:
     """Loop that uses it:  worker.set_weights(w, version); fragment = worker.sample()."""
 

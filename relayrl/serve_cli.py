@@ -67,10 +67,10 @@ def _build_config(args: argparse.Namespace):
     config = config_class(args.algo)().environment(env_id)
     config.update_from_dict(tuned.load(args.algo, env_id)[0])
     if args.config:
-        import yaml
+        from relayrl import yaml_io
 
         with open(args.config) as fh:
-            config.update_from_dict(yaml.safe_load(fh) or {})
+            config.update_from_dict(yaml_io.load(fh) or {})
     overrides = parse_set(args.set)
     if "model" in overrides:
         overrides["model"] = {**config.model, **overrides["model"]}

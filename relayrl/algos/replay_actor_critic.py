@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from relayrl import checks as C
-from relayrl.algorithm import Algorithm
+from relayrl.algorithm import Algorithm, InProcessReplayCheckpoint
 from relayrl.config import DEFAULT_MODEL, MODEL_CHECKS, Config, knob
 from relayrl.replay import UniformReplay
 
@@ -50,7 +50,7 @@ class ReplayActorCriticConfig(Config):
             raise ValueError(f"{name}.lr_schedule = {self.lr_schedule!r} is invalid: allowed: None (set lr and actor_lr)")
 
 
-class ReplayActorCritic(Algorithm):
+class ReplayActorCritic(InProcessReplayCheckpoint, Algorithm):
     """training_step: sample -> replay.add -> K = replay_ratio * new steps gradient steps in one call -> sync."""
 
     action_kinds = ("gaussian",)

@@ -11,7 +11,7 @@ import time
 import numpy as np
 import ray
 
-from relayrl.rollout import EnvError, RolloutWorker, SamplerSettings
+from relayrl.rollout import EnvError, RolloutWorker, SamplerSettings, WorkerFailedError  # noqa: F401 - re-exported
 from relayrl.types import Fragment
 
 # Workers on N cores must not each start N BLAS / TF threads and fight over them.
@@ -85,15 +85,6 @@ class RayRolloutWorker(RolloutWorker):
 
     def ping(self) -> int:
         return self.worker_index
-
-
-class WorkerFailedError(RuntimeError):
-    """A rollout worker kept failing past its restart budget."""
-
-    def __init__(self, worker_index: int, restarts: int, last_error: BaseException):
-        super().__init__(f"rollout worker {worker_index} failed {restarts} times (max_worker_restarts reached); "
-                         f"last error: {type(last_error).__name__}: {last_error}")
-        self.worker_index, self.restarts, self.last_error = worker_index, restarts, last_error
 
 
 class RestartBudget:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-import yaml
+from relayrl import yaml_io
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -22,7 +22,7 @@ def load(algo: str, env_id: str) -> tuple[dict, str | None]:
     if not isinstance(env_id, str) or not os.path.exists(path):
         return {}, None
     with open(path) as fh:
-        data = yaml.safe_load(fh) or {}
+        data = yaml_io.load(fh) or {}
     return {k: v for k, v in data.items() if not k.startswith("_")}, path
 
 
@@ -35,5 +35,5 @@ def available(algo: str) -> list[str]:
 def notes(path: str) -> dict:
     """The documentation entries of a tuned file (keys starting with '_', e.g. `_result`)."""
     with open(path) as fh:
-        data = yaml.safe_load(fh) or {}
+        data = yaml_io.load(fh) or {}
     return {k: v for k, v in data.items() if k.startswith("_")}

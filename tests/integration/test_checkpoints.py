@@ -28,11 +28,14 @@ def last_json(proc):
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_resume_in_a_new_process_is_bit_identical(tmp_path):
+@pytest.mark.parametrize("variant", ["ppo", "ppo_norm", "sac"])
+def test_resume_in_a_new_process_is_bit_identical(tmp_path, variant):
     script = Path(__file__).with_name("resume_check.py")
-    straight = last_json(run(script, "straight", 5))
-    saved = last_json(run(script, "save", 3, tmp_path / "ckpt"))
-    resumed = last_json(run(script, "resume", tmp_path / "ckpt", 2))
+    straight = last_json(run(script, variant, "straight", 5))
+    saved = last_json(run(script, variant, "save", 3, tmp_path / "ckpt"))
+    resumed = last_json(run(script, variant, "resume", tmp_path / "ckpt", 2))
+    if variant == "sac":
+        assert (tmp_path / "ckpt" / "replay.npz").exists()
     assert saved["iteration"] == 3 and resumed["iteration"] == 5
     assert resumed["timesteps_total"] == straight["timesteps_total"]
     assert resumed["episodes_total"] == straight["episodes_total"]

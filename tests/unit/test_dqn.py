@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 
 from relayrl import networks
-from relayrl.algos.dqn import DQNConfig, QModel, dqn_loss
+from relayrl.algos.dqn import DQNConfig
+from relayrl.q_models import QModel, dqn_loss
 from relayrl.config import DEFAULT_MODEL
 from relayrl.policy import Policy
 from relayrl.rollout import RolloutWorker, SamplerSettings
