@@ -37,6 +37,7 @@ VARIANTS = {
 NOT_APPLICABLE = {("W3", "sb3"), ("W3", "rllib"), ("W3", "cleanrl"), ("W5", "cleanrl")}
 TIMEOUT_S = {"W1": 900, "W2": 1200, "W3": 120, "W4": 900, "W4R": 3600, "W5": 300, "W6": 1200}
 
+TIME_COLUMNS = ("time_to_solve_s", "first_iter_s", "wall_s")
 # workload -> (metric column, better, label, target); target = (kind, value): "ratio_max": relayrl/best <= v,
 # "ratio_min": relayrl/best >= v, "abs_max": relayrl <= v (per variant), "vs_sb3_min": relayrl/SB3 >= v.
 METRICS = {
@@ -186,7 +187,7 @@ def _fmt(x: float | None, column: str) -> str:
         return "-"
     if not math.isfinite(x):
         return "not solved"
-    if column.endswith("_s"):
+    if column in TIME_COLUMNS:
         return f"{x:.1f}"
     return f"{x:,.0f}"
 
@@ -265,7 +266,7 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
             values = [i[1] if math.isfinite(i[1]) else 0.0 for i in items]
             bars = ax.bar(range(len(items)), values, color=[COLORS.get(i[2], "k") for i in items])
             for bar, item in zip(bars, items):
-                text = "not solved" if not math.isfinite(item[1]) else (f"{item[1]:.1f}" if column.endswith("_s") else f"{item[1]:,.0f}")
+                text = "not solved" if not math.isfinite(item[1]) else (f"{item[1]:.1f}" if column in TIME_COLUMNS else f"{item[1]:,.0f}")
                 ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
             ax.set_xticks(range(len(items)), labels, rotation=30, ha="right", fontsize=8)
             ax.set_title(title, fontsize=9)

@@ -40,16 +40,13 @@ def _get(result: dict, *paths: str):
     return None
 
 
-def _learner_updates(result: dict) -> int | None:
-    """Gradient steps so far: RLlib reports module steps trained per module; SAC/DQN/PPO all log
-    `num_module_steps_trained_lifetime` (samples) -- updates are counted from the learner's iterations."""
-    learners = result.get("learners", {})
-    for module in learners.values():
-        if isinstance(module, dict) and "num_trainable_parameters" in module:
-            for key in ("num_updates_lifetime", "num_gradient_updates_lifetime"):
-                if key in module:
-                    return int(module[key])
-    return None
+def _learner_updates(result: dict, batch_rows: int | None) -> int | None:
+    """Gradient updates so far, for the off-policy learners (one update = one train batch of `batch_rows`):
+    RLlib logs the rows its module trained on (`num_module_steps_trained_lifetime`)."""
+    rows = _get(result, "learners/default_policy/num_module_steps_trained_lifetime",
+                "learners/__all_modules__/num_module_steps_trained_lifetime",
+                "learners/__all_modules__/num_env_steps_trained_lifetime")
+    return int(rows // batch_rows) if rows is not None and batch_rows else None
 
 
 def config_for(w: common.Workload, seed: int, variant: str):
@@ -115,6 +112,11 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
 
     rep = common.Reporter(w)
     import ray
+    import torch
+
+    # One torch thread in the driver (its local learner), as in sb3_runner.py and as relayrl gives TF for
+    # MLPs; Ray already starts its env-runner actors with OMP_NUM_THREADS=1.
+    torch.set_num_threads(int(os.environ.get("ANCHOR_TORCH_THREADS", "1")))
 
     ray.init(include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     algo = config_for(w, seed, variant).build_algo()
@@ -124,7 +126,7 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
         iteration += 1
         steps = _get(result, "env_runners/num_env_steps_sampled_lifetime", "num_env_steps_sampled_lifetime") or 0
         mean = _get(result, "env_runners/episode_return_mean")
-        updates = _learner_updates(result)
+        updates = _learner_updates(result, {"sac": 256, "dqn": 32}.get(w.algo))
         if iteration == 1:
             rep.first_iteration()
             if os.environ.get("ANCHOR_DUMP_KEYS"):
