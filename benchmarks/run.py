@@ -340,6 +340,7 @@ def main() -> None:
     bad = [w for w in workloads if w not in METRICS] + [lib for lib in libs if lib not in RUNNERS]
     if bad:
         sys.exit(f"run.py: unknown workload/library {bad}; workloads: {sorted(METRICS)}, libs: {sorted(RUNNERS)}")
+    os.makedirs(args.out, exist_ok=True)
     run_all(workloads, libs, args.seeds, args.first_seed, args.csv, os.path.join(args.out, "run_log.txt"))
     print(report(args.csv, args.out))
 
