@@ -316,7 +316,7 @@ def report(csv_path: str, out_dir: str) -> str:
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "table.md"), "w") as f:
         f.write(md)
-    base_dir = os.path.dirname(os.path.dirname(os.path.abspath(csv_path)))  # curve paths are relative to benchmarks/
+    base_dir = HERE  # curve_file paths are relative to benchmarks/ (anchors/common.py writes them there)
     for path in charts(summary, rows, out_dir, base_dir):
         print(f"wrote {path}")
     return md
