@@ -1,0 +1,138 @@
+"""relayrl side of the anchors: runs `relayrl train ALGO ENV ... --json` in a fresh process (so the wall clock
+includes interpreter start, imports, TF and Ray start, as for the incumbents) with relayrl's tuned defaults
+(relayrl/tuned/<algo>-<env>.yaml, applied by the CLI), and prints one JSON line (see common.py).
+
+    .venv/bin/python benchmarks/anchors/relayrl_runner.py --workload W1 --seed 0 [--variant w2]
+
+Variants: "" = in-process sampling (--workers 0); "w2" = 2 Ray rollout workers.
+W3 (raw env limit) runs here too, in relayrl's venv: variants raw1 (one gymnasium env, random actions),
+raw16 (gym.make_vec, 16 envs, random actions) and worker16 (relayrl's RolloutWorker, 16 envs: numpy policy
+forward, action sampling and GAE every fragment). Each is measured for a few seconds after a warm-up.
+
+The learning curve comes from the CLI's progress lines (stderr, at most every 0.5 s), timed by this parent
+from the moment it started the child; time_to_solve_s is the CLI's own figure (time since the child process
+was created, psutil's create_time).
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(common.HERE))
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+PROGRESS = re.compile(r"^iter\s+(\d+)\s+steps\s+([\d,]+)\s+reward\s+(\S+)")
+
+
+def relayrl_python() -> str:
+    own = os.path.join(VENV_BIN, "python")
+    return own if os.path.exists(own) else sys.executable
+
+
+def relayrl_version() -> str:
+    import subprocess
+
+    out = subprocess.run([relayrl_python(), "-c", "import importlib.metadata as m; print(m.version('relayrl'))"],
+                         capture_output=True, text=True)
+    rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return f"{out.stdout.strip() or '?'}+{rev.stdout.strip() or '?'}"
+
+
+def make_cmd(w: common.Workload, seed: int, variant: str):
+    if w.name == "W3":
+        return common.self_cmd(__file__, w, seed, variant, python=relayrl_python()), None
+    workers = 2 if variant == "w2" else 0
+    cmd = [os.path.join(VENV_BIN, "relayrl"), "train", w.algo, w.env, "--seed", str(seed), "--workers", str(workers),
+           "--json", "--logdir", os.path.join("tb")]
+    if w.name == "W5":
+        cmd += ["--stop-iters", "1"]
+    else:
+        cmd += ["--stop-timesteps", str(w.cap)]
+        if w.threshold is not None:
+            cmd += ["--stop-reward", str(w.threshold)]
+    if w.window != 100:
+        cmd += ["--set", f"metrics_num_episodes_for_smoothing={w.window}"]
+    return cmd, None
+
+
+def parse(line: str, now: float, run: common.Run, window) -> bool:
+    m = PROGRESS.match(line.strip())
+    if m:
+        reward = float(m.group(3))
+        run.curve.append([now, int(m.group(2).replace(",", "")), None if reward != reward else reward])
+        if run.first_iter_s is None:
+            run.first_iter_s = now
+    elif line.startswith("{"):
+        final = json.loads(line)
+        run.extra.update(env_steps=final["timesteps_total"])
+        if final.get("solved"):
+            run.solved_t, run.solved_steps = final["time_to_solve_s"], final["timesteps_total"]
+        if final.get("episode_reward_mean") is not None and run.curve:
+            run.curve.append([now, final["timesteps_total"], final["episode_reward_mean"]])
+        # Gradient updates over the whole training time (the CLI reports no time series of updates): this
+        # includes the warm-up before learning_starts and graph tracing, so it understates the steady rate
+        # that the incumbents' figures (taken past the first 10% of updates) give.
+        updates = final.get("learner/num_updates_total")
+        if updates and final.get("time_total_s"):
+            run.extra["updates_per_s"] = updates / final["time_total_s"]
+    return False
+
+
+# --------------------------------------------------------------------------------------------- W3 child
+def w3_child(w: common.Workload, seed: int, variant: str, seconds: float = 4.0) -> None:
+    import gymnasium as gym
+    import numpy as np
+
+    num_envs = int(re.sub(r"\D", "", variant) or 1)
+    if variant.startswith("raw"):
+        env = gym.make(w.env) if num_envs == 1 else gym.make_vec(w.env, num_envs=num_envs)
+        space = env.action_space
+        env.reset(seed=seed)
+        space.seed(seed)
+        actions = [space.sample() for _ in range(256)]
+
+        def chunk() -> int:
+            if num_envs == 1:
+                for a in actions:
+                    _, _, term, trunc, _ = env.step(a)
+                    if term or trunc:
+                        env.reset()
+            else:
+                for a in actions:
+                    env.step(a)
+            return len(actions) * num_envs
+    elif variant.startswith("worker"):
+        from relayrl import networks
+        from relayrl.config import DEFAULT_MODEL
+        from relayrl.rollout import RolloutWorker, SamplerSettings
+
+        probe = gym.make(w.env)
+        spec = networks.spec_from_spaces(probe.observation_space, probe.action_space, DEFAULT_MODEL)
+        settings = SamplerSettings(env=w.env, env_config={}, num_envs=num_envs, fragment_length=256, spec=spec,
+                                   gamma=0.99, lambda_=0.95, seed=seed)
+        worker = RolloutWorker(settings)
+        worker.set_weights(networks.init_weights(spec, np.random.default_rng(seed)), 0)
+
+        def chunk() -> int:
+            worker.sample()
+            return 256 * num_envs
+    else:
+        raise SystemExit(f"W3 variants: raw1, raw16, worker16 (got {variant!r})")
+    chunk()  # warm-up
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        steps += chunk()
+    rate = steps / (time.perf_counter() - start)
+    print(common.PREFIX + json.dumps({"event": "done", "steps_per_s": rate, "env_steps": steps,
+                                      "num_envs": num_envs,
+                                      "library": "gymnasium" if variant.startswith("raw") else "relayrl"}),
+          flush=True)
+
+
+if __name__ == "__main__":
+    common.cli("relayrl", make_cmd, relayrl_version, line_parser=parse, child_main=w3_child, default_timeout=1200)

@@ -1,0 +1,349 @@
+"""relayrl against the incumbents (Stable-Baselines3, RLlib, CleanRL) side by side on this machine.
+
+    bash benchmarks/anchors/setup.sh                      # once: the incumbents' own venv
+    .venv/bin/python benchmarks/run.py --workloads W1,W2,W5 --libs relayrl,sb3,rllib,cleanrl --seeds 3
+    .venv/bin/python benchmarks/run.py --report-only benchmarks/results/anchors.csv
+
+Runs the libraries ALTERNATELY (A B C A B C ... for each seed), so that load from other processes on the
+machine falls on all of them alike; each run is a fresh process (benchmarks/anchors/*_runner.py) whose JSON
+line is appended to the CSV as soon as it finishes (partial results survive). Then writes a markdown table
+of medians and ratios (relayrl / best incumbent, against the issue's targets) and PNG charts.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RUNNERS = {lib: os.path.join(HERE, "anchors", f"{lib}_runner.py") for lib in ("relayrl", "sb3", "rllib", "cleanrl")}
+INCUMBENTS = ("sb3", "rllib", "cleanrl")
+COLUMNS = ["library", "version", "workload", "variant", "seed", "solved", "time_to_solve_s", "first_iter_s",
+           "env_steps", "steps_per_s", "updates_per_s", "final_return", "wall_s", "load1_before", "load1_after",
+           "curve_file", "error"]
+
+# (workload, library) -> variants to run; absent = the one default run ("").
+VARIANTS = {
+    ("W3", "relayrl"): ["raw1", "raw16", "worker16"],
+    ("W5", "relayrl"): ["", "w2"],
+    ("W5", "rllib"): ["r0", "r2"],
+}
+NOT_APPLICABLE = {("W3", "sb3"), ("W3", "rllib"), ("W3", "cleanrl"), ("W5", "cleanrl")}
+TIMEOUT_S = {"W1": 900, "W2": 1200, "W3": 120, "W4": 900, "W4R": 3600, "W5": 300, "W6": 1200}
+
+TIME_COLUMNS = ("time_to_solve_s", "first_iter_s", "wall_s")
+# workload -> (metric column, better, label, target); target = (kind, value): "ratio_max": relayrl/best <= v,
+# "ratio_min": relayrl/best >= v, "abs_max": relayrl <= v (per variant), "vs_sb3_min": relayrl/SB3 >= v.
+METRICS = {
+    "W1": [("time_to_solve_s", "min", "time to last-100 mean >= 475 (s)", ("ratio_max", 0.5)),
+           ("steps_per_s", "max", "steady env steps/s", None)],
+    "W2": [("time_to_solve_s", "min", "time to last-100 mean >= 475 (s)", ("ratio_max", 0.5)),
+           ("steps_per_s", "max", "steady env steps/s", None)],
+    "W3": [("steps_per_s", "max", "env steps/s, random actions", None)],
+    "W4": [("steps_per_s", "max", "env steps/s over 50k steps", ("ratio_min", 2.0))],
+    "W4R": [("final_return", "max", "return (last 10 episodes) at 300k steps", None)],
+    "W5": [("first_iter_s", "min", "process start -> first finished iteration (s)",
+            ("abs_max", {"": 3.0, "w2": 8.0}))],
+    "W6": [("time_to_solve_s", "min", "time to last-10 mean >= -200 (s)", None),
+           ("updates_per_s", "max", "gradient updates/s", ("vs_sb3_min", 2.0))],
+}
+
+
+# ----------------------------------------------------------------------------------------------- running
+def run_one(lib: str, workload: str, seed: int, variant: str) -> dict:
+    cmd = [sys.executable, RUNNERS[lib], "--workload", workload, "--seed", str(seed), "--variant", variant,
+           "--timeout", str(TIMEOUT_S.get(workload, 1200))]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S.get(workload, 1200) + 120)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if not lines:
+        return {"library": lib, "workload": workload, "variant": variant, "seed": seed, "solved": False,
+                "error": f"runner exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+    return json.loads(lines[-1])
+
+
+def append_csv(path: str, row: dict) -> None:
+    new = not os.path.exists(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+        if new:
+            writer.writeheader()
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k)) for k in COLUMNS})
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def run_all(workloads: list[str], libs: list[str], seeds: int, first_seed: int, csv_path: str, log_path: str) -> None:
+    with open(log_path, "a") as log:
+        for workload in workloads:
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {workload} start: {uptime()}\n")
+            log.flush()
+            for seed in range(first_seed, first_seed + seeds):
+                for lib in libs:  # alternate: A B C A B C ...
+                    if (workload, lib) in NOT_APPLICABLE:
+                        continue
+                    for variant in VARIANTS.get((workload, lib), [""]):
+                        row = run_one(lib, workload, seed, variant)
+                        append_csv(csv_path, row)
+                        t = row.get("time_to_solve_s") or row.get("first_iter_s")
+                        print(f"{workload} {lib}{'/' + variant if variant else ''} seed={seed}: solved={row.get('solved')} "
+                              f"t={t} steps/s={row.get('steps_per_s')} updates/s={row.get('updates_per_s')} "
+                              f"return={row.get('final_return')} load={row.get('load1_before')}"
+                              f"{' ERROR ' + row['error'][:200] if row.get('error') else ''}", flush=True)
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {workload} end:   {uptime()}\n")
+            log.flush()
+
+
+# ---------------------------------------------------------------------------------------------- reporting
+def read_csv(path: str) -> list[dict]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def _num(value) -> float | None:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def metric_values(rows: list[dict], column: str) -> list[float]:
+    """One value per run; an unsolved run counts as infinite time (so a median of 3 with 2 unsolved is inf)."""
+    out = []
+    for r in rows:
+        if r.get("error") and not r.get("error", "").startswith("timeout"):
+            continue
+        if column == "time_to_solve_s":
+            solved = str(r.get("solved")).lower() == "true"
+            out.append(_num(r.get(column)) if solved and _num(r.get(column)) is not None else math.inf)
+        elif _num(r.get(column)) is not None:
+            out.append(_num(r[column]))
+    return out
+
+
+def summarise(rows: list[dict]) -> dict:
+    """{(workload, library, variant): {column: (median, n, solved_count)}}"""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault((r["workload"], r["library"], r.get("variant", "")), []).append(r)
+    out = {}
+    for key, runs in groups.items():
+        stats = {}
+        for column, *_ in METRICS.get(key[0], []):
+            values = metric_values(runs, column)
+            if values:
+                stats[column] = (statistics.median(values), len(values),
+                                 sum(1 for r in runs if str(r.get("solved")).lower() == "true"))
+        errors = [r["error"] for r in runs if r.get("error") and not r["error"].startswith("timeout")]
+        out[key] = {"stats": stats, "runs": len(runs), "errors": errors}
+    return out
+
+
+def best_incumbent(summary: dict, workload: str, column: str, better: str):
+    """The best median among the incumbents; for W3 the reference is the raw vectorised env instead (relayrl's
+    worker with 16 envs against gym.make_vec with the same 16 envs and no policy)."""
+    refs = {("gymnasium", "raw16")} if workload == "W3" else None
+    cands = [(s["stats"][column][0], lib, var) for (w, lib, var), s in summary.items()
+             if w == workload and column in s["stats"]
+             and ((lib, var) in refs if refs else lib in INCUMBENTS)]
+    finite = [c for c in cands if math.isfinite(c[0])]
+    if not finite:
+        return None
+    return (min if better == "min" else max)(finite)
+
+
+def verdict(target, relayrl_value: float, variant: str, best, sb3_value) -> tuple[str, str, str]:
+    """-> (ratio text, target text, PASS/MISS/-)"""
+    ratio = relayrl_value / best[0] if best and best[0] else None
+    ratio_txt = f"{ratio:.2f}x" if ratio is not None and math.isfinite(ratio) else "-"
+    if target is None:
+        return ratio_txt, "-", "-"
+    kind, value = target
+    if kind == "ratio_max":
+        ok = ratio is not None and ratio <= value
+        return ratio_txt, f"<= {value}x best", "PASS" if ok else "MISS"
+    if kind == "ratio_min":
+        ok = ratio is not None and ratio >= value
+        return ratio_txt, f">= {value}x best", "PASS" if ok else "MISS"
+    if kind == "abs_max":
+        limit = value.get(variant)
+        if limit is None:
+            return ratio_txt, "-", "-"
+        return ratio_txt, f"<= {limit} s", "PASS" if relayrl_value <= limit else "MISS"
+    if kind == "vs_sb3_min":
+        r = relayrl_value / sb3_value if sb3_value else None
+        txt = f"{r:.2f}x SB3" if r is not None else "-"
+        return txt, f">= {value}x SB3", "PASS" if r is not None and r >= value else "MISS"
+    return ratio_txt, "-", "-"
+
+
+def _fmt(x: float | None, column: str) -> str:
+    if x is None:
+        return "-"
+    if not math.isfinite(x):
+        return "not solved"
+    if column in TIME_COLUMNS:
+        return f"{x:.1f}"
+    return f"{x:,.0f}"
+
+
+def table(summary: dict) -> str:
+    libs_present = [lib for lib in ("relayrl", "gymnasium", "sb3", "rllib", "cleanrl")
+                    if any(k[1] == lib for k in summary)]
+    head = ["workload", "metric"] + libs_present + ["relayrl / best incumbent", "target", "verdict"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for workload, metrics in METRICS.items():
+        keys = [k for k in summary if k[0] == workload]
+        if not keys:
+            continue
+        for column, better, label, target in metrics:
+            cells = {}
+            for lib in libs_present:
+                parts = []
+                for (w, l, var) in sorted(k for k in keys if k[1] == lib):
+                    s = summary[(w, l, var)]
+                    if column in s["stats"]:
+                        med, n, solved = s["stats"][column]
+                        extra = f" ({solved}/{n} solved)" if column == "time_to_solve_s" else f" (n={n})"
+                        name = var or ("in-process" if lib == "relayrl" else "default")
+                        multi = sum(1 for k in keys if k[1] == lib) > 1 or bool(var)
+                        parts.append(f"{name + ': ' if multi else ''}{_fmt(med, column)}{extra}")
+                    elif s["errors"]:
+                        parts.append(f"{var + ': ' if var else ''}did not run")
+                cells[lib] = "<br>".join(parts) or "-"
+            best = best_incumbent(summary, workload, column, better)
+            sb3 = summary.get((workload, "sb3", ""), {}).get("stats", {}).get(column)
+            ratios, targets, verdicts = [], [], []
+            keys_relayrl = [k for k in keys if k[1] == "relayrl"]
+            for (w, l, var) in sorted(k for k in keys if k[1] == "relayrl"):
+                stat = summary[(w, l, var)]["stats"].get(column)
+                if stat is None:
+                    continue
+                r, t, v = verdict(target, stat[0], var, best, sb3[0] if sb3 else None)
+                tag = f"{var or 'in-process'}: " if len(ratios) or len(keys_relayrl) > 1 else ""
+                ratios.append(tag + r)
+                targets.append(tag + t)
+                verdicts.append(tag + v)
+            best_txt = f" ({'vs' if workload == 'W3' else 'best'}: {best[1]}{'/' + best[2] if best and best[2] else ''})" if best else ""
+            row = [workload, label] + [cells[lib] for lib in libs_present] + [
+                "<br>".join(ratios) + (best_txt if ratios else "") or "-", "<br>".join(targets) or "-",
+                "<br>".join(verdicts) or "-"]
+            lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+COLORS = {"relayrl": "tab:red", "sb3": "tab:blue", "rllib": "tab:green", "cleanrl": "tab:purple", "gymnasium": "tab:gray"}
+
+
+def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list[str]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    written = []
+    panels = [("time_to_solve_s", "W1", "W1 PPO CartPole: time to solve (s)"),
+              ("time_to_solve_s", "W2", "W2 DQN CartPole: time to solve (s)"),
+              ("first_iter_s", "W5", "W5 start -> first iteration (s)"),
+              ("time_to_solve_s", "W6", "W6 SAC Pendulum: time to -200 (s)")]
+    throughput = [("steps_per_s", "W1", "W1 PPO CartPole env steps/s"), ("steps_per_s", "W2", "W2 DQN CartPole env steps/s"),
+                  ("steps_per_s", "W3", "W3 CartPole env steps/s (random)"), ("steps_per_s", "W4", "W4 PPO HalfCheetah env steps/s"),
+                  ("updates_per_s", "W6", "W6 SAC Pendulum updates/s")]
+    for name, spec in (("time_bars.png", panels), ("throughput_bars.png", throughput)):
+        spec = [p for p in spec if any(k[0] == p[1] and p[0] in s["stats"] for k, s in summary.items())]
+        if not spec:
+            continue
+        fig, axes = plt.subplots(1, len(spec), figsize=(4.2 * len(spec), 3.8), squeeze=False)
+        for ax, (column, workload, title) in zip(axes[0], spec):
+            items = [(f"{lib}{'/' + var if var else ''}", s["stats"][column][0], lib)
+                     for (w, lib, var), s in sorted(summary.items()) if w == workload and column in s["stats"]]
+            labels = [i[0] for i in items]
+            values = [i[1] if math.isfinite(i[1]) else 0.0 for i in items]
+            bars = ax.bar(range(len(items)), values, color=[COLORS.get(i[2], "k") for i in items])
+            for bar, item in zip(bars, items):
+                text = "not solved" if not math.isfinite(item[1]) else (f"{item[1]:.1f}" if column in TIME_COLUMNS else f"{item[1]:,.0f}")
+                ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+            ax.set_xticks(range(len(items)), labels, rotation=30, ha="right", fontsize=8)
+            ax.set_title(title, fontsize=9)
+        fig.suptitle("medians over seeds (same machine, same run)", fontsize=9)
+        fig.tight_layout()
+        path = os.path.join(out_dir, name)
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    curves = [w for w in ("W1", "W2", "W6", "W4R") if any(r["workload"] == w and r.get("curve_file") for r in rows)]
+    if curves:
+        fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.8), squeeze=False)
+        for ax, workload in zip(axes[0], curves):
+            seen = set()
+            for r in rows:
+                path = os.path.join(base_dir, r.get("curve_file") or "")
+                if r["workload"] != workload or not r.get("curve_file") or not os.path.exists(path):
+                    continue
+                with open(path) as f:
+                    pts = [p for p in json.load(f)["curve"] if p[2] is not None]
+                if not pts:
+                    continue
+                label = r["library"] + (f"/{r['variant']}" if r.get("variant") else "")
+                ax.plot([p[0] for p in pts], [p[2] for p in pts], color=COLORS.get(r["library"], "k"), alpha=0.8,
+                        lw=1.2, label=None if label in seen else label)
+                seen.add(label)
+            ax.set_xlabel("wall clock from process start (s)")
+            ax.set_ylabel("mean episode return")
+            ax.set_title(f"{workload}: reward vs wall clock (one line per seed)", fontsize=9)
+            ax.legend(fontsize=8)
+        fig.tight_layout()
+        path = os.path.join(out_dir, "learning_curves.png")
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def report(csv_path: str, out_dir: str) -> str:
+    rows = read_csv(csv_path)
+    summary = summarise(rows)
+    md = table(summary)
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, "table.md"), "w") as f:
+        f.write(md)
+    base_dir = HERE  # curve_file paths are relative to benchmarks/ (anchors/common.py writes them there)
+    for path in charts(summary, rows, out_dir, base_dir):
+        print(f"wrote {path}")
+    return md
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--workloads", default="W1,W2,W5", help="comma-separated: " + ",".join(METRICS))
+    p.add_argument("--libs", default="relayrl,sb3,rllib,cleanrl")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--csv", default=os.path.join(HERE, "results", "anchors.csv"))
+    p.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for table.md and the PNGs")
+    p.add_argument("--report-only", metavar="CSV", default=None, help="regenerate table and charts from a CSV")
+    args = p.parse_args()
+    if args.report_only:
+        print(report(args.report_only, args.out))
+        return
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    libs = [lib.strip() for lib in args.libs.split(",") if lib.strip()]
+    bad = [w for w in workloads if w not in METRICS] + [lib for lib in libs if lib not in RUNNERS]
+    if bad:
+        sys.exit(f"run.py: unknown workload/library {bad}; workloads: {sorted(METRICS)}, libs: {sorted(RUNNERS)}")
+    os.makedirs(args.out, exist_ok=True)
+    run_all(workloads, libs, args.seeds, args.first_seed, args.csv, os.path.join(args.out, "run_log.txt"))
+    print(report(args.csv, args.out))
+
+
+if __name__ == "__main__":
+    main()
