@@ -38,6 +38,8 @@ DEFAULT_MODEL = {
     "vf_share_layers": False,
     # running mean/std observation normalisation inside the network (its statistics travel with the weights)
     "normalize_obs": False,
+    # initial log std of PPO's state-independent Gaussian (SB3's zoo uses -2 on MuJoCo: less initial noise)
+    "log_std_init": 0.0,
 }
 MODEL_CHECKS = {
     "fcnet_hiddens": C.int_list(min_len=0),
@@ -45,6 +47,7 @@ MODEL_CHECKS = {
     "conv_filters": C.conv_filters(),
     "vf_share_layers": C.boolean(),
     "normalize_obs": C.boolean(),
+    "log_std_init": C.number(-20, 5),
 }
 
 

@@ -47,6 +47,7 @@ class ModelSpec:
     vf: tuple
     # normalise observations by running mean/std: two more arrays (mean, std) at the end of the weights list
     obs_norm: bool = False
+    log_std_init: float = 0.0  # initial value of the gaussian head's free log_std
 
     @property
     def numpy_forward_ok(self) -> bool:
@@ -98,7 +99,8 @@ def spec_from_spaces(obs_space: gym.Space, action_space: gym.Space, model: dict,
     obs_norm = bool(model.get("normalize_obs", False))
     if obs_norm and obs_kind != "box":
         raise ValueError(f"model.normalize_obs needs a Box observation space (this one is {obs_kind}: {obs_space})")
-    return ModelSpec(obs_kind, obs_shape, action_kind, nvec, tuple(torso), tuple(pi), tuple(vf), obs_norm)
+    return ModelSpec(obs_kind, obs_shape, action_kind, nvec, tuple(torso), tuple(pi), tuple(vf), obs_norm,
+                     float(model.get("log_std_init", 0.0)))
 
 
 def _dense_stack(width: int, hiddens: Sequence[int], act: str) -> tuple[list[Layer], int]:
@@ -144,7 +146,7 @@ def all_layers(spec: ModelSpec) -> list[Layer]:
 
 
 def init_weights(spec: ModelSpec, rng: np.random.Generator) -> list[np.ndarray]:
-    """Orthogonal kernels with per-layer gains, zero biases, log_std = 0 (as in CleanRL / SB3)."""
+    """Orthogonal kernels with per-layer gains, zero biases, log_std = model.log_std_init (0 as in CleanRL / SB3)."""
     weights: list[np.ndarray] = []
     for i, layer in enumerate(all_layers(spec)):
         fan_out = layer.shape[-1]
@@ -154,7 +156,7 @@ def init_weights(spec: ModelSpec, rng: np.random.Generator) -> list[np.ndarray]:
         q = q if flat.shape[0] >= fan_out else q.T
         weights += [(layer.gain * q).reshape(layer.shape).astype(np.float32), np.zeros(fan_out, np.float32)]
         if spec.action_kind == "gaussian" and i == len(spec.torso) + len(spec.pi) - 1:
-            weights.append(np.zeros(spec.action_nvec[0], np.float32))  # log_std, state-independent
+            weights.append(np.full(spec.action_nvec[0], spec.log_std_init, np.float32))  # log_std, state-independent
     if spec.obs_norm:
         weights += [np.zeros(spec.obs_shape, np.float32), np.ones(spec.obs_shape, np.float32)]  # obs mean, std
     return weights
