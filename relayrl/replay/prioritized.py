@@ -78,7 +78,9 @@ class PrioritizedReplay(UniformReplay):
         self.tree.set(slots, p ** self.alpha)
 
     def sample(self, batch_size: int, beta: float | None = None) -> dict[str, np.ndarray]:
-        """Stratified proportional sampling: one uniform draw in each of batch_size equal slices of the total."""
+        """Stratified proportional sampling: one uniform draw in each of batch_size equal slices of the total.
+        The rows come back in random order: callers cut one large sample into several minibatches, and in
+        stratum order each minibatch would hold only a narrow, time-contiguous slice of the buffer."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         beta = self.beta if beta is None else beta
@@ -86,6 +88,7 @@ class PrioritizedReplay(UniformReplay):
         bounds = np.linspace(0.0, total, batch_size + 1)
         u = self.rng.uniform(bounds[:-1], bounds[1:])
         indices = np.minimum(self.tree.find(np.minimum(u, np.nextafter(total, 0))), self.size - 1)
+        indices = self.rng.permutation(indices)
         probs = self.tree.get(indices) / total
         max_weight = (self.size * self.tree.min / total) ** -beta  # the weight of the least likely row
         weights = (self.size * probs) ** -beta / max_weight

@@ -157,6 +157,7 @@ class ShardedReplay:
         self.snapshots: list[dict | None] = [None] * num_shards
         self.restarts = 0
         self.on_restore = None  # callback(shard_index, new_shard): re-attach the workers that fed it
+        self._rng = np.random.default_rng(seed)
 
     def snapshot(self) -> dict[int, int]:
         """Copy every shard's arrays to the driver (kept in memory; a checkpoint may write them out).
@@ -212,8 +213,11 @@ class ShardedReplay:
             except ray.exceptions.RayActorError:
                 self.restore_shard(i)
                 parts.append(ray.get(self.shards[i].sample.remote(*self._last_request)))
-        out = {k: np.concatenate([p[k] for p in parts])[:n] for k in parts[0]}
-        out["shard"] = np.concatenate([np.full(len(p["indices"]), i) for i, p in enumerate(parts)])[:n]
+        # interleave the shards' rows: the learner cuts this sample into minibatches, and each shard is fed
+        # by its own workers (their own epsilons), so unshuffled minibatches would each see one worker's data
+        order = self._rng.permutation(sum(len(p["indices"]) for p in parts))[:n]
+        out = {k: np.concatenate([p[k] for p in parts])[order] for k in parts[0]}
+        out["shard"] = np.concatenate([np.full(len(p["indices"]), i) for i, p in enumerate(parts)])[order]
         return out
 
     def sample(self, n: int, beta: float | None = None) -> dict:

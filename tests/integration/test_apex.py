@@ -53,6 +53,23 @@ def _quiesce(algo) -> list[dict]:
     return ray.get([a.flush_replay.remote() for a in algo.workers.actors])
 
 
+def test_sharded_samples_mix_the_shards_in_every_minibatch(ray_session):
+    from relayrl.runtime.replay_actors import ShardedReplay
+
+    replay = ShardedReplay(2, 2000, prioritized=True, seed=0)
+    try:
+        for i, shard in enumerate(replay.shards):  # shard i holds only rows tagged i, as if fed by worker i
+            n = 1000
+            ray.get(shard.add.remote({"obs": np.full((n, 1), i, np.float32), "actions": np.full(n, i)},
+                                     np.ones(n), -1, 0))
+        batch = replay.sample(16 * 64, beta=0.4)
+        np.testing.assert_array_equal(batch["actions"], batch["shard"])  # rows keep their shard label
+        shares = batch["shard"].reshape(16, 64).mean(axis=1)
+        assert np.all((shares > 0.2) & (shares < 0.8)), shares
+    finally:
+        replay.stop()
+
+
 def test_a_killed_replay_shard_is_restored_from_its_snapshot_without_losing_rows(ray_session):
     algo = _apex_config(replay_snapshot_every=2).build()
     try:

@@ -27,6 +27,17 @@ def test_ring_buffer_overwrites_oldest_and_round_trips_state():
         buf.add({"obs": np.zeros((1, 1), np.float32)})
 
 
+def test_a_large_prioritized_sample_cut_into_minibatches_gives_each_one_rows_from_the_whole_buffer():
+    # learners draw K * B rows at once and cut them into K minibatches; stratified draws come out in
+    # buffer order, so without shuffling minibatch k would only hold rows from the k-th slice of the buffer
+    buf = PrioritizedReplay(1000, alpha=0.6, seed=0)
+    buf.add(rows(0, 1000))
+    batch = buf.sample(32 * 32)
+    spans = [np.ptp(mb) for mb in batch["actions"].reshape(32, 32)]
+    assert min(spans) > 500, spans
+    np.testing.assert_array_equal(batch["actions"], batch["indices"])  # rows still match their indices
+
+
 def test_sum_tree_invariants_under_random_updates():
     rng = np.random.default_rng(0)
     tree = SumTree(37)
