@@ -41,7 +41,8 @@ class IMPALAConfig(Config):
     # IMPALA's own defaults for shared fields
     rollout_fragment_length: Any = knob(32, "rollouts", C.auto_or(C.integer(1)), "steps per env per fragment; 'auto' = train_batch_size / (workers * envs)")
     train_batch_size: int = knob(512, "training", C.integer(1), "env steps per learner update (whole fragments)")
-    lr: float = knob(2e-3, "training", C.number(0, strict=True), "learning rate")
+    # 2e-3 collapsed to a deterministic wrong policy (episode mean ~9) in 4 of 26 CartPole seeds; 1e-3: 0 of 26
+    lr: float = knob(1e-3, "training", C.number(0, strict=True), "learning rate")
     gamma: float = knob(0.98, "training", C.number(0, 1), "discount factor")
     grad_clip: Any = knob(0.5, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
 
