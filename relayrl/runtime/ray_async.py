@@ -33,6 +33,8 @@ class _Fleet(RestartBudget):
         RestartBudget.__init__(self, num_workers)
         self._busy_s, self._window_start = 0.0, time.perf_counter()  # worker time spent sampling / computing
         self._armed = False
+        self._pending: dict = {}  # in-flight call ref -> its actor
+        self._progress: dict = {}  # actor -> when it last returned a result or was given work while idle
 
     def idle_fraction(self) -> float:
         """Share of the workers' wall time since they started sampling not spent sampling (or computing
@@ -43,21 +45,58 @@ class _Fleet(RestartBudget):
     def wait_ready(self) -> None:
         ray.get([a.ping.remote() for a in self.actors])
 
+    def _queue(self, ref, actor) -> None:
+        """Record an in-flight call; an actor that had none starts its hang clock now."""
+        if actor not in self._pending.values():
+            self._progress[actor] = time.perf_counter()
+        self._pending[ref] = actor
+
     def _result_or_replace(self, ref, actor):
         """ray.get(ref); if its worker failed (died, or its env raised), replace that worker (restart
         budget and backoff) and return None. The in-flight calls of an actor already replaced return None
         too: a dead worker is restarted once, however many of its calls were queued."""
         try:
-            return ray.get(ref)
+            result = ray.get(ref)
         except (ray.exceptions.RayError, EnvError) as exc:
-            if actor not in self.actors:
-                return None
-            i = self.actors.index(actor)
-            kill_quietly(actor)
-            self.charge(i, getattr(exc, "cause", None) or exc)
-            self.actors[i] = self._make(i)
-            self.on_restart(self.actors[i])
+            if actor in self.actors:
+                self._replace(actor, getattr(exc, "cause", None) or exc)
             return None
+        self._progress[actor] = time.perf_counter()
+        if actor in self.actors:
+            self.succeeded(self.actors.index(actor))
+        return result
+
+    def _replace(self, actor, error: BaseException) -> None:
+        """Kill a failed worker, forget its in-flight calls, charge the budget (backoff) and re-create it."""
+        i = self.actors.index(actor)
+        for ref in [r for r, a in self._pending.items() if a is actor]:  # they can only fail now
+            del self._pending[ref]
+        self._progress.pop(actor, None)
+        kill_quietly(actor)
+        self.charge(i, error)
+        self.actors[i] = self._make(i)
+        self.on_restart(self.actors[i])
+
+    def _wait_timeout(self) -> float | None:
+        """How long a ray.wait on the in-flight calls may block before the next hang check is due."""
+        if self.timeout_s is None:
+            return None
+        busy = set(self._pending.values())
+        if not busy:
+            return self.timeout_s
+        due = min(self._progress[a] for a in busy) + self.timeout_s - time.perf_counter()
+        return max(0.05, due + 0.01)
+
+    def _replace_hung(self) -> None:
+        """Restart every worker with calls in flight that has returned nothing for sample_timeout_s. Its
+        calls run back to back, so that is how long its current call has been running (or waiting for a
+        CPU). The fragment it owed is not waited for: the other workers' fragments keep training going."""
+        if self.timeout_s is None:
+            return
+        now = time.perf_counter()
+        for actor in set(self._pending.values()):
+            if now - self._progress[actor] > self.timeout_s and actor in self.actors:
+                self._replace(actor, TimeoutError(f"no result within sample_timeout_s={self.timeout_s}"))
 
     def on_restart(self, actor) -> None:
         """Bring a re-created worker up to date and give it work (fleet-specific)."""
@@ -163,7 +202,6 @@ class A3CWorkers(_Fleet):
         self.server = ray.remote(ParameterServer).options(num_cpus=0).remote(factory)
         self.extra_actors = [self.server]
         self.in_flight = in_flight
-        self._pending: dict = {}
 
     def wait_ready(self) -> None:
         super().wait_ready()
@@ -180,20 +218,23 @@ class A3CWorkers(_Fleet):
             self._armed, self._window_start = True, time.perf_counter()
             for actor in self.actors:
                 for _ in range(self.in_flight):
-                    self._pending[actor.a3c_step.remote(self.server)] = actor
+                    self._queue(actor.a3c_step.remote(self.server), actor)
         fragments, metrics, steps = [], [], 0
         while steps < min_env_steps:
-            ready, _ = ray.wait(list(self._pending), num_returns=1)
+            ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=self._wait_timeout())
             for ref in ready:
+                if ref not in self._pending:  # its worker was replaced meanwhile
+                    continue
                 actor = self._pending.pop(ref)
                 got = self._result_or_replace(ref, actor)
                 if got is None:  # its worker failed and was replaced (the new one is already queued)
                     continue
-                self._pending[actor.a3c_step.remote(self.server)] = actor  # keep the worker busy
+                self._queue(actor.a3c_step.remote(self.server), actor)  # keep the worker busy
                 fragment, m = got
                 fragments.append(fragment), metrics.append(m)
                 steps += fragment.env_steps
                 self._busy_s += fragment.sample_time_s + m.get("grad_time_s", 0.0)
+            self._replace_hung()
         return fragments, metrics
 
     def on_restart(self, actor) -> None:
@@ -201,7 +242,7 @@ class A3CWorkers(_Fleet):
         weights, version = ray.get(self.server.latest.remote(-2))
         actor.set_weights.remote(weights, version)
         for _ in range(self.in_flight):
-            self._pending[actor.a3c_step.remote(self.server)] = actor
+            self._queue(actor.a3c_step.remote(self.server), actor)
 
     def server_stats(self) -> dict[str, float]:
         return ray.get(self.server.pop_stats.remote())
@@ -258,7 +299,6 @@ class LearnerQueue(_Fleet):
         self.server, self.extra_actors = server, [server]
         self.queue_size, self.when_full, self.in_flight = queue_size, when_full, in_flight
         self.queue: collections.deque = collections.deque()
-        self._pending: dict = {}
         self._parked: list = []
         self.dropped: list[Fragment] = []  # columns freed, stats kept: their episodes still count
         self._weights_sent = False
@@ -279,14 +319,15 @@ class LearnerQueue(_Fleet):
             self._armed, self._window_start = True, time.perf_counter()
             for actor in self.actors:
                 for _ in range(self.in_flight):
-                    self._pending[actor.sample_next.remote(*self._latest)] = actor
+                    self._queue(actor.sample_next.remote(*self._latest), actor)
         self._collect(timeout=0)
         while len(self.queue) < n:
-            self._collect(timeout=None)
+            self._collect(timeout=self._wait_timeout())
         out = [self.queue.popleft() for _ in range(n)]
         parked, self._parked = self._parked, []
         for actor in parked:
-            self._pending[actor.sample_next.remote(*self._latest)] = actor
+            if actor in self.actors:
+                self._queue(actor.sample_next.remote(*self._latest), actor)
         return out
 
     def _collect(self, timeout: float | None) -> None:
@@ -296,6 +337,8 @@ class LearnerQueue(_Fleet):
         if ready:  # sweep everything else already finished too
             ready = set(ready) | set(ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)[0])
         for ref in ready:
+            if ref not in self._pending:  # its worker was replaced meanwhile
+                continue
             actor = self._pending.pop(ref)
             fragment: Fragment | None = self._result_or_replace(ref, actor)
             if fragment is None:  # its worker failed and was replaced (the new one is already sampling)
@@ -310,13 +353,13 @@ class LearnerQueue(_Fleet):
             if full and self.when_full == "block":
                 self._parked.append(actor)
             else:
-                self._pending[actor.sample_next.remote(*self._latest)] = actor
-
+                self._queue(actor.sample_next.remote(*self._latest), actor)
+        self._replace_hung()
 
     def on_restart(self, actor) -> None:
         """The new worker reads the newest weights named on its first call."""
         for _ in range(self.in_flight):
-            self._pending[actor.sample_next.remote(*self._latest)] = actor
+            self._queue(actor.sample_next.remote(*self._latest), actor)
 
     def pop_dropped(self) -> list[Fragment]:
         """Fragments dropped from a full queue since the last call (columns freed; episode stats kept)."""

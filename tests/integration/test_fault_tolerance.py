@@ -1,6 +1,8 @@
 """Fault injection on real Ray workers: a worker killed mid-sample, an env raising, an env hanging past the
 timeout. Training continues, `workers/restarts` counts each fault exactly once, no fragment is lost, and PPO
 still reaches the learning threshold; past the restart budget the run stops with a typed error."""
+import time
+
 import cloudpickle
 import pytest
 
@@ -59,23 +61,20 @@ def test_a_crashing_env_can_be_recreated_in_place(ray_session, tmp_path):
 
 
 @pytest.mark.parametrize("algo_name", ["a3c", "impala"])
-@pytest.mark.parametrize("fault", ["kill", "raise"])
+@pytest.mark.parametrize("fault", ["kill", "raise", "hang"])
 def test_async_fleets_restart_a_failed_worker(ray_session, tmp_path, algo_name, fault):
     from relayrl.algos import config_class
 
     config = (config_class(algo_name)().environment(FaultyCartPole, env_config={
                   "fault": fault, "at_step": 150, "marker": str(tmp_path / "fault.marker")})
               .rollouts(num_rollout_workers=2, num_envs_per_worker=4).debugging(seed=0)
-              .fault_tolerance(restart_backoff_s=0.1))
+              .fault_tolerance(restart_backoff_s=0.1, **({"sample_timeout_s": 5.0} if fault == "hang" else {})))
     algo = config.build()
     try:
-        after_fault = 0
-        for _ in range(300):
+        after_fault, deadline = 0, time.monotonic() + 180  # iterations are short: bound the wait by time
+        while after_fault < 5 and time.monotonic() < deadline:
             result = algo.train()
-            if result["workers/restarts"] == 1:
-                after_fault += 1
-            if after_fault >= 5:
-                break
+            after_fault += result["workers/restarts"] == 1
         steps_at_fault = result["timesteps_total"]
         for _ in range(5):  # training goes on past the restart
             result = algo.train()
