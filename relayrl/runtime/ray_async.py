@@ -74,7 +74,7 @@ class _Fleet(RestartBudget):
         self._progress.pop(actor, None)
         kill_quietly(actor)
         self.charge(i, error)
-        self.actors[i] = self._make(i)
+        self.actors[i] = self.replacement(self._make, i)  # up and answering: its hang clock starts now
         self.on_restart(self.actors[i])
 
     def _wait_timeout(self) -> float | None:

@@ -87,6 +87,9 @@ class RayRolloutWorker(RolloutWorker):
         return self.worker_index
 
 
+STARTUP_TIMEOUT_S = 120.0  # how long a re-created worker may take to come up
+
+
 class RestartBudget:
     """Restart accounting every fleet shares: a per-worker budget (past it: WorkerFailedError naming the
     worker and the last error) and exponential backoff over consecutive failures of the same worker."""
@@ -112,6 +115,19 @@ class RestartBudget:
 
     def succeeded(self, i: int) -> None:
         self._consecutive[i] = 0
+
+    def replacement(self, make, i: int):
+        """Create worker i (0-based) anew with `make(i)` and wait until it answers, so its start-up (a new
+        process importing TensorFlow, building its envs: seconds on a busy machine) never counts against
+        sample_timeout_s. One that dies or does not answer within STARTUP_TIMEOUT_S is another failure."""
+        while True:
+            actor = make(i)
+            try:
+                ray.get(actor.ping.remote(), timeout=STARTUP_TIMEOUT_S)
+                return actor
+            except ray.exceptions.RayError as exc:  # includes GetTimeoutError
+                kill_quietly(actor)
+                self.charge(i, getattr(exc, "cause", None) or exc)
 
 
 def kill_quietly(actor) -> None:
@@ -151,7 +167,7 @@ class RayWorkers(RestartBudget):
     def _restart(self, i: int, error: BaseException) -> None:
         kill_quietly(self.actors[i])
         self.charge(i, error)
-        self.actors[i] = self._make(i)  # pulls the current weights on its first sample_with call
+        self.actors[i] = self.replacement(self._make, i)  # pulls the current weights on its first sample_with call
 
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
         # One ray.put per version; dropping the previous ref lets the object store free it.
