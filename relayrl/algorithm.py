@@ -159,8 +159,10 @@ class Algorithm:
                              f"reinforce (set it to False)")
         return obs_space, action_space, spec
 
-    def record_fragments(self, fragments: list[Fragment]) -> None:
-        latencies = getattr(self.workers, "last_latencies_s", None) or [f.sample_time_s for f in fragments]
+    def record_fragments(self, fragments: list[Fragment], latencies: list[float] | None = None) -> None:
+        """Count the fragments' env steps and episodes; `latencies` default to the fleet's last round's."""
+        if latencies is None:
+            latencies = getattr(self.workers, "last_latencies_s", None) or [f.sample_time_s for f in fragments]
         for fragment, latency in zip(fragments, latencies):
             self.episodes.add(fragment)
             self.worker_stats.add(fragment, latency, self.weights_version)

@@ -63,12 +63,19 @@ class GradientWorker(RolloutWorker):
         fragment.data = {}
         return fragment, grads, metrics
 
-    def sample_and_keep(self) -> tuple[Fragment, int]:
+    def sample_and_keep(self, num_rows: int | None = None) -> tuple[Fragment, int]:
         """Sample a fragment and keep its columns here for `minibatch_gradients` (several SGD steps on the
-        same data, as PPO takes); return it without columns, and its row count."""
+        same data, as PPO takes); return it without columns, and its row count. With `num_rows`, exactly
+        that many rows are kept (a resampled fragment standing in for a lost one whose row count the SGD
+        plan was made for: dropped reset steps make counts vary): extra rows are cut, missing ones repeat
+        rows from the start."""
         fragment = self.sample()
         self._kept = self.recipe.prepare(fragment.data)
         rows = len(fragment)
+        if num_rows is not None and num_rows != rows:
+            take = np.arange(num_rows) % rows
+            self._kept = {k: v[take] for k, v in self._kept.items()}
+            rows = num_rows
         fragment.data = {}
         return fragment, rows
 

@@ -91,8 +91,8 @@ class A2C(Algorithm):
             from relayrl.runtime.ray_async import GradientWorkers
 
             c = self.config
-            return GradientWorkers(self.sampler_settings(), self.loss_recipe(), c.num_rollout_workers,
-                                   c.num_cpus_per_worker, c.address)
+            return self.with_fault_tolerance(GradientWorkers(self.sampler_settings(), self.loss_recipe(),
+                                                             c.num_rollout_workers, c.num_cpus_per_worker, c.address))
         return super().make_workers()
 
     def loss_recipe(self):

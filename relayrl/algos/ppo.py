@@ -113,7 +113,8 @@ class PPO(Algorithm):
         from relayrl.runtime.ray_async import GradientWorkers
 
         recipe = LossRecipe(ppo_loss, PPO_METRICS, ppo_hparams(c), no_preparation, minibatch_prepare=ppo_prepare)
-        return GradientWorkers(self.sampler_settings(), recipe, c.num_rollout_workers, c.num_cpus_per_worker, c.address)
+        return self.with_fault_tolerance(
+            GradientWorkers(self.sampler_settings(), recipe, c.num_rollout_workers, c.num_cpus_per_worker, c.address))
 
     def training_step(self) -> dict[str, float]:
         c: PPOConfig = self.config
@@ -151,6 +152,8 @@ class PPO(Algorithm):
                 for k, v in metrics.items():
                     sums[k] = sums.get(k, 0.0) + v
                 self.publish_weights()  # the next step's gradients are taken at the new weights
+        resampled = self.workers.pop_resampled()  # by workers restarted during the SGD steps
+        self.record_fragments(resampled, [f.sample_time_s for f in resampled])
         return {k: v / len(steps) for k, v in sums.items()}
 
     def _minibatch_indices(self, batch_size: int) -> np.ndarray:

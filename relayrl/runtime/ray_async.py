@@ -98,6 +98,9 @@ class _Fleet(RestartBudget):
             if now - self._progress[actor] > self.timeout_s and actor in self.actors:
                 self._replace(actor, TimeoutError(f"no result within sample_timeout_s={self.timeout_s}"))
 
+    def _restart(self, i: int, error: BaseException) -> None:
+        self._replace(self.actors[i], error)
+
     def on_restart(self, actor) -> None:
         """Bring a re-created worker up to date and give it work (fleet-specific)."""
 
@@ -119,15 +122,24 @@ class RayGradientWorker(GradientWorker):
             self.set_weights(ray.get(weights_box[0]), version)
         return self.sample_gradients()
 
-    def sample_and_keep_with(self, weights_box: list, version: int):
+    def sample_and_keep_with(self, weights_box: list, version: int, num_rows: int | None = None):
         if version != self.policy.version:
             self.set_weights(ray.get(weights_box[0]), version)
-        return self.sample_and_keep()
+        return self.sample_and_keep(num_rows)
 
     def minibatch_gradients_with(self, weights_box: list, version: int, rows: np.ndarray):
         if version != self.policy.version:
             self.set_weights(ray.get(weights_box[0]), version)
         return self.minibatch_gradients(rows)
+
+    def resample_minibatch_gradients_with(self, sampled_box: list, sampled_version: int, num_rows: int,
+                                          weights_box: list, version: int, rows: np.ndarray):
+        """A successor's first call in the middle of PPO's SGD steps: the fragment its predecessor kept died
+        with it, so sample a new one with the weights the iteration sampled with (keeping exactly
+        `num_rows` rows, the count the driver's minibatch plan was made for), then return it (stats only)
+        with the gradients on `rows` at the current weights."""
+        fragment, _ = self.sample_and_keep_with(sampled_box, sampled_version, num_rows)
+        return fragment, *self.minibatch_gradients_with(weights_box, version, rows)
 
     def a3c_step(self, server) -> tuple[Fragment, dict]:
         """Sample, compute gradients at the local weights and send them without waiting: the server's answer
@@ -149,18 +161,30 @@ class RayGradientWorker(GradientWorker):
 
 class GradientWorkers(_Fleet):
     """Synchronous gradient aggregation: every worker returns the gradient of its own fragment; the learner
-    applies their row-weighted mean (equal to shipping the samples when there is one worker)."""
+    applies their row-weighted mean (equal to shipping the samples when there is one worker).
+
+    Fault tolerance as in the sample-shipping fleet: a worker that dies, raises or misses sample_timeout_s is
+    re-created (budget, backoff) and its call is made again on the successor with the same weights version,
+    so no fragment is lost. In the middle of PPO's SGD steps the successor first resamples the fragment its
+    predecessor kept (with the weights the iteration sampled with); `pop_resampled` hands those fragments'
+    stats to the algorithm, since their env steps and episodes happened."""
 
     def __init__(self, settings: SamplerSettings, recipe: LossRecipe, num_workers: int, num_cpus_per_worker: float,
                  address: str | None):
         super().__init__(RayGradientWorker, (settings, recipe), num_workers, num_cpus_per_worker, address)
         self._weights_ref, self._version = None, -1
+        self._sampled: tuple = ([None], -1, [])  # (weights box, version, row counts) of the kept fragments
+        self._resampled: list[Fragment] = []
+        self.lost_fragments = 0  # a failed worker's fragment is always resampled
+        self.last_latencies_s: list[float] = []
 
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
         self._weights_ref, self._version = ray.put(weights), version
 
     def gradients(self) -> tuple[list[Fragment], list[np.ndarray], dict[str, float]]:
-        results = ray.get([a.gradients_with.remote([self._weights_ref], self._version) for a in self.actors])
+        launch = lambda i: self.actors[i].gradients_with.remote([self._weights_ref], self._version)  # noqa: E731
+        got, self.last_latencies_s = self.gather(launch, range(len(self.actors)))
+        results = [got[i] for i in range(len(self.actors))]
         fragments = [f for f, _, _ in results]
         grads = weighted_mean_gradients([(g, m["rows"]) for _, g, m in results])
         rows = [m["rows"] for _, _, m in results]
@@ -169,18 +193,40 @@ class GradientWorkers(_Fleet):
 
     def sample_and_keep(self) -> tuple[list[Fragment], list[int]]:
         """Every worker samples a fragment and keeps it; returns the fragments' stats and row counts."""
-        results = ray.get([a.sample_and_keep_with.remote([self._weights_ref], self._version) for a in self.actors])
-        return [f for f, _ in results], [rows for _, rows in results]
+        box = [self._weights_ref]
+        got, self.last_latencies_s = self.gather(lambda i: self.actors[i].sample_and_keep_with.remote(box, self._version),
+                                                 range(len(self.actors)))
+        rows = [got[i][1] for i in range(len(self.actors))]
+        self._sampled = (box, self._version, rows)
+        return [got[i][0] for i in range(len(self.actors))], rows
 
     def minibatch_gradients(self, rows_per_worker: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, float]]:
         """One SGD step's gradient: each worker's on its share of the minibatch, row-weighted mean."""
-        calls = [a.minibatch_gradients_with.remote([self._weights_ref], self._version, rows)
-                 for a, rows in zip(self.actors, rows_per_worker) if len(rows)]
-        results = ray.get(calls)
+        box = [self._weights_ref]
+        sampled_box, sampled_version, kept_rows = self._sampled
+
+        def launch(i):
+            return self.actors[i].minibatch_gradients_with.remote(box, self._version, rows_per_worker[i])
+
+        def relaunch(i):  # the kept fragment died with the worker: resample it first
+            return self.actors[i].resample_minibatch_gradients_with.remote(
+                sampled_box, sampled_version, kept_rows[i], box, self._version, rows_per_worker[i])
+
+        got, _ = self.gather(launch, [i for i, rows in enumerate(rows_per_worker) if len(rows)], relaunch)
+        results = []
+        for i in sorted(got):
+            if len(got[i]) == 3:  # (fragment, grads, metrics) from a successor
+                self._resampled.append(got[i][0])
+            results.append(got[i][-2:])
         grads = weighted_mean_gradients([(g, m["rows"]) for g, m in results])
         weights = [m["rows"] for _, m in results]
         metrics = {k: float(np.average([m[k] for _, m in results], weights=weights)) for k in results[0][1] if k != "rows"}
         return grads, metrics
+
+    def pop_resampled(self) -> list[Fragment]:
+        """Fragments (stats only) resampled by successors during SGD steps since the last call."""
+        out, self._resampled = self._resampled, []
+        return out
 
 
 # ---------------------------------------------------------------------------------- A3C

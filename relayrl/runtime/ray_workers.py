@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from typing import Any
 
 import numpy as np
 import ray
@@ -116,6 +117,44 @@ class RestartBudget:
     def succeeded(self, i: int) -> None:
         self._consecutive[i] = 0
 
+    def _restart(self, i: int, error: BaseException) -> None:
+        """Kill worker i (0-based), charge the budget and re-create it (fleet-specific)."""
+        raise NotImplementedError
+
+    def gather(self, launch, indices, relaunch=None) -> tuple[dict[int, Any], list[float]]:
+        """Call `launch(i)` (it returns an ObjectRef) for each worker index and wait for every result. A
+        worker whose call fails (died, or its env raised) or that has not answered within sample_timeout_s
+        is restarted, and `relaunch(i)` (default: `launch`) runs on its successor, whose clock starts once it
+        is up (see `replacement`), so every index gets its result. Returns {i: result} and each call's
+        latency in seconds (index order; 0 for indices not launched)."""
+        relaunch = relaunch or launch
+        start = time.perf_counter()
+        no_limit = self.timeout_s is None
+        due = lambda: float("inf") if no_limit else time.monotonic() + self.timeout_s  # noqa: E731
+        pending = {launch(i): (i, due()) for i in indices}  # ref -> (worker index, when it counts as hung)
+        results: dict[int, Any] = {}
+        latencies = [0.0] * len(self.restarts)
+        while pending:
+            first_due = min(d for _, d in pending.values())
+            wait_s = None if no_limit else max(0.0, first_due - time.monotonic())
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=wait_s)
+            if not ready:  # a worker is past its deadline: hung
+                for ref, (i, d) in list(pending.items()):
+                    if d <= time.monotonic():
+                        del pending[ref]
+                        self._restart(i, TimeoutError(f"no result within sample_timeout_s={self.timeout_s}"))
+                        pending[relaunch(i)] = (i, due())
+                continue
+            i, _ = pending.pop(ready[0])
+            try:
+                results[i] = ray.get(ready[0])
+                latencies[i] = time.perf_counter() - start
+                self.succeeded(i)
+            except (ray.exceptions.RayError, EnvError) as exc:
+                self._restart(i, getattr(exc, "cause", None) or exc)
+                pending[relaunch(i)] = (i, due())
+        return results, latencies
+
     def replacement(self, make, i: int):
         """Create worker i (0-based) anew with `make(i)` and wait until it answers, so its start-up (a new
         process importing TensorFlow, building its envs: seconds on a busy machine) never counts against
@@ -187,31 +226,8 @@ class RayWorkers(RestartBudget):
         """One fragment per worker, all sampled with the current weights version; records each call's
         round-trip latency (last_latencies_s). `explore` (e.g. the current epsilon) is applied first.
         Failed or hung workers are restarted and their fragment resampled (see the class docstring)."""
-        start = time.perf_counter()
         launch = lambda i: self.actors[i].sample_with.remote([self._weights_ref], self._version, explore)  # noqa: E731
-        pending = {launch(i): i for i in range(len(self.actors))}
-        fragments: dict[int, Fragment] = {}
-        latencies = [0.0] * len(self.actors)
-        deadline = None if self.timeout_s is None else time.monotonic() + self.timeout_s
-        while pending:
-            wait_s = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready, _ = ray.wait(list(pending), num_returns=1, timeout=wait_s)
-            if not ready:  # past the deadline: every worker still sampling is hung
-                for ref, i in list(pending.items()):
-                    del pending[ref]
-                    self._restart(i, TimeoutError(f"no fragment within sample_timeout_s={self.timeout_s}"))
-                    pending[launch(i)] = i
-                deadline = time.monotonic() + self.timeout_s
-                continue
-            i = pending.pop(ready[0])
-            try:
-                fragments[i] = ray.get(ready[0])
-                latencies[i] = time.perf_counter() - start
-                self.succeeded(i)
-            except (ray.exceptions.RayError, EnvError) as exc:
-                self._restart(i, getattr(exc, "cause", None) or exc)
-                pending[launch(i)] = i
-        self.last_latencies_s = latencies
+        fragments, self.last_latencies_s = self.gather(launch, range(len(self.actors)))
         return [fragments[i] for i in range(len(self.actors))]
 
     def object_store_bytes(self) -> int:
@@ -265,6 +281,9 @@ class LearnerHost:
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self.learner.set_weights(weights)
+
+    def part_weights(self, part: str) -> list[np.ndarray]:
+        return self.learner.part_weights(part)
 
     def set_lr(self, lr: float) -> None:
         self.learner.set_lr(lr)
@@ -320,6 +339,9 @@ class RemoteLearner:
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
         ray.get(self.actor.set_weights.remote(weights))
+
+    def part_weights(self, part: str) -> list[np.ndarray]:
+        return ray.get(self.actor.part_weights.remote(part))
 
     def set_lr(self, lr: float) -> None:
         ray.get(self.actor.set_lr.remote(lr))

@@ -4,6 +4,7 @@ still reaches the learning threshold; past the restart budget the run stops with
 import time
 
 import cloudpickle
+import numpy as np
 import pytest
 
 import tests.fakes
@@ -83,3 +84,62 @@ def test_async_fleets_restart_a_failed_worker(ray_session, tmp_path, algo_name, 
     assert (tmp_path / "fault.marker").exists()
     assert result["workers/restarts"] == 1 and result["workers/healthy"] == 2
     assert result["timesteps_total"] > steps_at_fault
+
+
+@pytest.mark.parametrize("algo_name,fault", [("a2c", "kill"), ("ppo", "raise"), ("ppo", "hang")])
+def test_gradient_aggregation_restarts_a_failed_worker(ray_session, tmp_path, algo_name, fault):
+    from relayrl.algos import config_class
+
+    config = (config_class(algo_name)().environment(FaultyCartPole, env_config={
+                  "fault": fault, "at_step": 150, "marker": str(tmp_path / "fault.marker")})
+              .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=32)
+              .training(update_mode="gradients", train_batch_size=256).debugging(seed=0)
+              .fault_tolerance(restart_backoff_s=0.1, **({"sample_timeout_s": 5.0} if fault == "hang" else {})))
+    algo = config.build()
+    try:
+        for _ in range(10):  # the fault comes at the 150th step of an env copy: iteration 5
+            result = algo.train()
+        assert result["workers/restarts"] == 1
+        steps_after_fault = result["timesteps_total"]
+        result = algo.train()  # training goes on with the successor
+    finally:
+        algo.stop()
+    assert (tmp_path / "fault.marker").exists()
+    assert result["workers/restarts"] == 1 and result["workers/healthy"] == 2
+    assert result["workers/lost_fragments"] == 0
+    # both workers' fragments counted: more than one worker's 4 x 32 steps (reset steps are not counted)
+    assert result["timesteps_total"] - steps_after_fault > 4 * 32
+
+
+def test_a_worker_killed_during_ppo_sgd_steps_resamples_the_fragment_it_kept(ray_session):
+    """In PPO's gradient mode each worker keeps its fragment for the SGD steps; if it dies between them,
+    its successor samples a new fragment with the iteration's weights and the update uses all rows."""
+    import ray
+
+    config = (PPOConfig().environment("CartPole-v1")
+              .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=32)
+              .training(update_mode="gradients", train_batch_size=256, num_sgd_iter=2, sgd_minibatch_size=64)
+              .debugging(seed=0).fault_tolerance(restart_backoff_s=0.1))
+    algo = config.build()
+    fleet = algo.workers
+    sample_and_keep, sampled = fleet.sample_and_keep, []
+
+    def sample_then_kill():  # the real call, then a real SIGKILL-like end of worker 1 before the SGD steps
+        fragments, rows = sample_and_keep()
+        sampled.extend(fragments)
+        ray.kill(fleet.actors[0], no_restart=True)
+        return fragments, rows
+
+    fleet.sample_and_keep = sample_then_kill
+    try:
+        before = algo.learner.get_weights()
+        result = algo.train()
+        after = algo.learner.get_weights()
+    finally:
+        algo.stop()
+    assert result["workers/restarts"] == 1 and result["workers/healthy"] == 2
+    assert result["workers/lost_fragments"] == 0
+    # the successor's fragment counts too: its env steps happened
+    assert result["timesteps_total"] == sum(f.env_steps for f in sampled) + sampled[0].env_steps
+    assert all(np.isfinite(w).all() for w in after)
+    assert max(np.abs(a - b).max() for a, b in zip(after, before)) > 1e-5
