@@ -119,6 +119,10 @@ class Learner(tf.Module):
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self.model.set_weights(weights)
 
+    def part_weights(self, part: str) -> list[np.ndarray]:
+        """Weights of a part of the model the workers never see (e.g. SAC's `critics`), for export."""
+        return getattr(self.model, part).get_weights()
+
     def set_lr(self, lr: float) -> None:
         for optimizer in getattr(self, "optimizers", {"": self.optimizer}).values():
             optimizer.lr.assign(lr)

@@ -73,15 +73,17 @@ def _quantisation(converter, quantize: str, calibration: np.ndarray | None) -> N
 
 
 def policy_observations(env, env_config: dict, spec, action_space, weights: list[np.ndarray],
-                        count: int = CALIBRATION_OBSERVATIONS, seed: int | None = 0, num_envs: int = 8) -> np.ndarray:
-    """`count` raw observations visited by the policy (sampled, exploring actions) on fresh envs."""
+                        count: int = CALIBRATION_OBSERVATIONS, seed: int | None = 0, num_envs: int = 8,
+                        explore: dict | None = None) -> np.ndarray:
+    """`count` raw observations visited by the policy (sampled, exploring actions with the algorithm's
+    exploration settings `explore`, e.g. TD3's sigma) on fresh envs."""
     from relayrl.envs import make_vector_env
     from relayrl.networks import preprocess_obs
     from relayrl.policy import Policy
 
     vec = make_vector_env(env, env_config, num_envs)
     try:
-        policy = Policy(spec, action_space, seed=seed)
+        policy = Policy(spec, action_space, seed=seed, explore=explore)
         policy.set_weights(weights, 0)
         obs, _ = vec.reset(seed=seed)
         seen = []
@@ -92,6 +94,13 @@ def policy_observations(env, env_config: dict, spec, action_space, weights: list
     finally:
         vec.close()
     return np.concatenate(seen)[:count]
+
+
+def observation_explore(algo) -> dict:
+    """The exploration settings `policy_observations` needs for `algo`'s policy. A deterministic head (TD3)
+    explores only with its sigma. Epsilon is left out: DQN's starts at 1 (random actions, start states only);
+    without it a Q head samples from its Gumbel-perturbed Q-values."""
+    return {k: v for k, v in (algo.sampler_extras().get("explore") or {}).items() if k == "sigma"}
 
 
 @dataclass
@@ -122,8 +131,11 @@ def export_tflite(algo, path: str, quantize: str = "none", calibration_count: in
     weights = algo.learner.get_weights()
     seed = 0 if c.seed is None else c.seed
 
+    explore = observation_explore(algo)
+
     def observations(count: int, offset: int) -> np.ndarray:
-        return policy_observations(c.env, c.env_config, algo.spec, algo.action_space, weights, count, seed + offset)
+        return policy_observations(c.env, c.env_config, algo.spec, algo.action_space, weights, count, seed + offset,
+                                   explore=explore)
 
     calibration = observations(calibration_count, 0) if quantize == "int8" else None
     with tempfile.TemporaryDirectory(prefix="relayrl-tflite-") as saved_model_dir:

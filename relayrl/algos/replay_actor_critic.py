@@ -112,6 +112,27 @@ class ReplayActorCritic(InProcessReplayCheckpoint, Algorithm):
             self.publish_weights()
         return metrics
 
+    def export_model(self):
+        """The actor serves actions; `value` is the twin critics' minimum at the served (deterministic) action,
+        Q(s, mu(s)): these methods have no state-value head."""
+        from relayrl.actor_critic_models import TwinQ
+        from relayrl.tf_import import tf
+
+        model = super().export_model()
+        c: ReplayActorCriticConfig = self.config
+        critics = TwinQ(int(np.prod(self.spec.obs_shape)), self.spec.action_nvec[0], c.critic_hiddens,
+                        c.model["fcnet_activation"], None, name="critics")
+        critics.set_weights(self.learner.part_weights("critics"))
+        model.critics = critics  # tracked: its variables are saved with the SavedModel
+        num_actions = self.spec.action_nvec[0]
+
+        def served_action_value(obs):
+            action = tf.tanh(model.head(obs)[:, :num_actions])  # the critics' action scale, [-1, 1]
+            return tf.minimum(*critics(obs, action))
+
+        model.value = served_action_value
+        return model
+
 
 def policy_variables(actor) -> list:
     """The actor's trained variables: torso and policy branch (its value branch is never used here)."""

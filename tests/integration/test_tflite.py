@@ -10,7 +10,7 @@ import pytest
 
 from relayrl import PPOConfig, cli
 from relayrl.tf_import import tf
-from relayrl.tflite_export import export_tflite, policy_observations
+from relayrl.tflite_export import export_tflite, observation_explore, policy_observations
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from fakes import ImageEnv  # noqa: E402
@@ -35,7 +35,8 @@ def run_saved_model(path, obs):
 
 def observations(algo, count, seed):
     c = algo.config
-    return policy_observations(c.env, c.env_config, algo.spec, algo.action_space, algo.learner.get_weights(), count, seed)
+    return policy_observations(c.env, c.env_config, algo.spec, algo.action_space, algo.learner.get_weights(), count, seed,
+                               explore=observation_explore(algo))
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +93,28 @@ def test_continuous_conv_and_discrete_observation_policies_convert(env, tmp_path
             elif ref_action.dtype == np.float32:  # within 5% of Pendulum's action range [-2, 2]
                 assert np.abs(action - ref_action).max() <= 0.2
             np.testing.assert_allclose(value, ref_value, atol=1e-4 if quantize == "none" else 0.5)
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("algo_name", ["sac", "td3"])
+def test_sac_and_td3_convert_with_their_critic_value(algo_name, tmp_path):
+    """Their `value` signature runs the twin critics at the served action; TD3's calibration observations
+    are visited with its exploration sigma (its deterministic head has no std of its own)."""
+    from relayrl.algos import config_class
+
+    algo = config_class(algo_name)().environment("Pendulum-v1").training(learning_starts=200).debugging(seed=0).build()
+    try:
+        for _ in range(5):
+            algo.train()
+        obs = observations(algo, 200, seed=7)
+        ref_action, ref_value = run_saved_model(algo.export_policy(str(tmp_path / "sm")), obs)
+        for quantize in ("none", "int8"):
+            action, value = run_tflite(algo.export_tflite(str(tmp_path / f"{quantize}.tflite"), quantize), obs)
+            tolerance = 1e-5 if quantize == "none" else 0.2  # int8: within 5% of Pendulum's action range
+            assert np.abs(action - ref_action).max() <= tolerance
+            np.testing.assert_allclose(value, ref_value, atol=1e-4 if quantize == "none" else 0.5)
+        assert np.abs(ref_value).max() > 0  # the critics, not a placeholder
     finally:
         algo.stop()
 

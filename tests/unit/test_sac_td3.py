@@ -189,3 +189,27 @@ def test_configs_import_without_tensorflow():
             "print('tensorflow' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr[-2000:]
+
+
+@pytest.mark.parametrize("config_cls", [SACConfig, TD3Config], ids=["sac", "td3"])
+def test_exported_value_is_the_critics_minimum_at_the_served_action(config_cls, tmp_path):
+    from relayrl.export import load_policy
+
+    algo = config_cls().environment("Pendulum-v1").training(model=TINY, critic_hiddens=[1]).debugging(seed=0).build()
+    try:
+        width = 2 if config_cls is SACConfig else 1  # SAC's head: [mean, log_std]; TD3's: the action
+        kernel, bias = np.zeros((3, width), np.float32), np.zeros(width, np.float32)
+        kernel[0, 0], bias[0] = 0.5, 0.1  # mean = 0.5 * obs[0] + 0.1
+        algo.learner.set_weights([kernel, bias, np.zeros((3, 1), np.float32), np.zeros(1, np.float32)])
+        # Q1 = relu(obs[0] + 2 a), Q2 = relu(2 obs[0] + a): one hidden unit, output weight 1, zero biases
+        first = np.zeros((2, 4, 1), np.float32)
+        first[0, 0, 0], first[0, 3, 0], first[1, 0, 0], first[1, 3, 0] = 1.0, 2.0, 2.0, 1.0
+        algo.learner.model.critics.set_weights([first, np.zeros((2, 1, 1), np.float32), np.ones((2, 1, 1), np.float32),
+                                                np.zeros((2, 1, 1), np.float32)])
+        act, value = load_policy(algo.export_policy(str(tmp_path / "policy")))
+    finally:
+        algo.stop()
+    obs = np.array([[1.0, 0.0, 2.0], [0.5, 0.5, -1.0]], np.float32)
+    a = np.tanh(0.5 * obs[:, 0] + 0.1)  # the served action in the critics' [-1, 1] scale
+    np.testing.assert_allclose(act(obs)[:, 0], 2.0 * a, rtol=1e-5)  # Pendulum's bounds are [-2, 2]
+    np.testing.assert_allclose(value(obs), np.minimum(obs[:, 0] + 2 * a, 2 * obs[:, 0] + a), rtol=1e-5)
