@@ -61,16 +61,20 @@ def test_a_crashing_env_can_be_recreated_in_place(ray_session, tmp_path):
     assert result["workers/restarts"] == 0  # the worker rebuilt its env instead of dying
 
 
+def two_worker_config(algo_name: str, tmp_path, fault: str):
+    """`algo_name` on FaultyCartPole with 2 Ray workers of 4 envs; a hang counts after 5 s."""
+    from relayrl.algos import config_class
+
+    return (config_class(algo_name)().environment(FaultyCartPole, env_config={
+                "fault": fault, "at_step": 150, "marker": str(tmp_path / "fault.marker")})
+            .rollouts(num_rollout_workers=2, num_envs_per_worker=4).debugging(seed=0)
+            .fault_tolerance(restart_backoff_s=0.1, **({"sample_timeout_s": 5.0} if fault == "hang" else {})))
+
+
 @pytest.mark.parametrize("algo_name", ["a3c", "impala"])
 @pytest.mark.parametrize("fault", ["kill", "raise", "hang"])
 def test_async_fleets_restart_a_failed_worker(ray_session, tmp_path, algo_name, fault):
-    from relayrl.algos import config_class
-
-    config = (config_class(algo_name)().environment(FaultyCartPole, env_config={
-                  "fault": fault, "at_step": 150, "marker": str(tmp_path / "fault.marker")})
-              .rollouts(num_rollout_workers=2, num_envs_per_worker=4).debugging(seed=0)
-              .fault_tolerance(restart_backoff_s=0.1, **({"sample_timeout_s": 5.0} if fault == "hang" else {})))
-    algo = config.build()
+    algo = two_worker_config(algo_name, tmp_path, fault).build()
     try:
         after_fault, deadline = 0, time.monotonic() + 180  # iterations are short: bound the wait by time
         while after_fault < 5 and time.monotonic() < deadline:
@@ -88,13 +92,8 @@ def test_async_fleets_restart_a_failed_worker(ray_session, tmp_path, algo_name, 
 
 @pytest.mark.parametrize("algo_name,fault", [("a2c", "kill"), ("ppo", "raise"), ("ppo", "hang")])
 def test_gradient_aggregation_restarts_a_failed_worker(ray_session, tmp_path, algo_name, fault):
-    from relayrl.algos import config_class
-
-    config = (config_class(algo_name)().environment(FaultyCartPole, env_config={
-                  "fault": fault, "at_step": 150, "marker": str(tmp_path / "fault.marker")})
-              .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=32)
-              .training(update_mode="gradients", train_batch_size=256).debugging(seed=0)
-              .fault_tolerance(restart_backoff_s=0.1, **({"sample_timeout_s": 5.0} if fault == "hang" else {})))
+    config = (two_worker_config(algo_name, tmp_path, fault).rollouts(rollout_fragment_length=32)
+              .training(update_mode="gradients", train_batch_size=256))
     algo = config.build()
     try:
         for _ in range(10):  # the fault comes at the 150th step of an env copy: iteration 5
