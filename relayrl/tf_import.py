@@ -8,14 +8,28 @@ and the Ray runtime can start its cluster while TensorFlow loads in a background
 """
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import os
+import re
 import sys
+import tempfile
 import threading
+from collections.abc import Iterator
 from types import ModuleType
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 _lock = threading.Lock()
+VERBOSE_ENV = "RELAYRL_VERBOSE"  # "1": let TensorFlow's native start-up lines through (`--verbose`)
+# Native start-up lines TF_CPP_MIN_LOG_LEVEL does not reach: absl's pre-init banner, absl-formatted
+# lines ("I0000 00:00:... cudart_stub.cc:31] Could not find cuda drivers ..."), TF's timestamped notes
+# (oneDNN, CPU instructions) and their continuation line.
+_CHATTER = re.compile(
+    r"^(WARNING: All log messages before absl::InitializeLog\(\) is called"
+    r"|[IWEF]\d{4} [\d:.]+ +\d+ \S+:\d+\]"
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [IWE] \S+:\d+\]"
+    r"|To enable the following instructions: )"
+)
 
 
 class _HideMatplotlib(importlib.abc.MetaPathFinder):
@@ -35,10 +49,37 @@ def load() -> ModuleType:
         hider = _HideMatplotlib()
         sys.meta_path.insert(0, hider)
         try:
-            import tensorflow
+            with _native_chatter_filtered():
+                import tensorflow
         finally:
             sys.meta_path.remove(hider)
         return tensorflow
+
+
+@contextlib.contextmanager
+def _native_chatter_filtered() -> Iterator[None]:
+    """Point file descriptor 2 at a temporary file while TensorFlow loads, then pass on every line that is
+    not start-up chatter. Native code writes to fd 2 directly, so this is the only place to catch it;
+    anything else written meanwhile (other threads, a real error) reaches stderr, only later."""
+    if os.environ.get(VERBOSE_ENV) == "1":
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            kept = [line for line in sink.read().decode(errors="replace").splitlines(keepends=True)
+                    if not _CHATTER.match(line)]
+            if kept:
+                sys.stderr.write("".join(kept))
+                sys.stderr.flush()
 
 
 def load_in_background() -> threading.Thread:
