@@ -3,6 +3,7 @@ saying what is allowed (the config adds the field name and the value)."""
 from __future__ import annotations
 
 import numbers
+import re
 from typing import Any, Callable, Optional
 
 Check = Callable[[Any], Optional[str]]
@@ -16,13 +17,25 @@ def _is_number(v: Any) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and v == v  # v == v rejects NaN
 
 
+# No integer field means more than this; a larger value is a typo that would only fail later, deep inside
+# numpy or TensorFlow (an int32 index or shape).
+MAX_INT = 2**31 - 1
+MAX_BATCH = 10_000_000  # env steps or replay rows per iteration
+
+
 def integer(low: int | None = None, high: int | None = None) -> Check:
     def check(v: Any) -> Optional[str]:
         if not _is_int(v) or (low is not None and v < low) or (high is not None and v > high):
             return "allowed: an integer" + _bounds(low, high)
+        if v > MAX_INT:
+            return "allowed: an integer" + _bounds(low, MAX_INT)
         return None
 
     return check
+
+
+def batch_size() -> Check:
+    return integer(1, MAX_BATCH)
 
 
 def number(low: float | None = None, high: float | None = None, strict: bool = False) -> Check:
@@ -138,5 +151,19 @@ def model(key_checks: dict[str, Check]) -> Check:
             if problem is not None:
                 return f"model[{key!r}] = {value!r}: {problem}"
         return None
+
+    return check
+
+
+_HOST_PORT = re.compile(r"^(ray://)?[A-Za-z0-9.\-]+:[0-9]{1,5}$")
+
+
+def ray_address() -> Check:
+    """'auto' or host:port (optionally ray://host:port), the forms ray.init takes for a cluster."""
+
+    def check(v: Any) -> Optional[str]:
+        ok = v == "auto" or (isinstance(v, str) and _HOST_PORT.match(v) is not None
+                             and 0 < int(v.rpartition(":")[2]) < 65536)
+        return None if ok else "allowed: 'auto', or a cluster's head as host:port (e.g. 10.0.0.1:6379)"
 
     return check

@@ -11,10 +11,13 @@ import json
 import math
 import os
 import sys
+import tempfile
 import time
 from typing import Any, NoReturn
 
 import psutil
+
+from relayrl import tf_import
 
 EXIT_BAD_INPUT = 2
 EXIT_FAILED = 1
@@ -29,8 +32,8 @@ def _add_run_args(p: argparse.ArgumentParser) -> None:
     """Arguments every command that builds an algorithm takes."""
     p.add_argument("algo", help="algorithm name, e.g. ppo")
     p.add_argument("env", help="gymnasium env id, e.g. CartPole-v1")
-    p.add_argument("--envs-per-worker", type=int, default=None)
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--envs-per-worker", type=int_at_least(1), default=None)
+    p.add_argument("--seed", type=int_at_least(0), default=None)
     p.add_argument("--config", default=None, help="YAML file of config fields")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override one config field (YAML value)")
     p.add_argument("--address", default=None, help="Ray cluster address to join ('auto')")
@@ -41,20 +44,20 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     t = sub.add_parser("train", help="train an agent")
     _add_run_args(t)
-    t.add_argument("--workers", type=int, default=None, help="Ray rollout workers (0 = sample in this process)")
-    t.add_argument("--stop-reward", type=float, default=None)
-    t.add_argument("--stop-timesteps", type=int, default=None)
-    t.add_argument("--stop-iters", type=int, default=None)
-    t.add_argument("--stop-time", type=float, default=None, help="seconds of training")
+    t.add_argument("--workers", type=int_at_least(0), default=None,
+                   help="Ray rollout workers (0 = sample in this process)")
+    add_stop_args(t)
     t.add_argument("--logdir", default=None, help="TensorBoard directory (default ~/relayrl_results/ALGO_ENV_TIME)")
     t.add_argument("--dashboard", action="store_true", help="start the Ray dashboard on 127.0.0.1 (needs --workers >= 1)")
     t.add_argument("--json", action="store_true", help="last stdout line: the final result as one JSON object")
     t.add_argument("--quiet", action="store_true", help="no progress lines")
     t.add_argument("--eager", action="store_true",
                    help="debugging: run the learner's update eagerly (breakpoints in a loss see values; slow)")
-    t.add_argument("--checkpoint-every", type=int, default=0, metavar="N", help="checkpoint every N iterations (0 = off)")
+    t.add_argument("--checkpoint-every", type=int_at_least(0), default=0, metavar="N",
+                   help="checkpoint every N iterations (0 = off)")
     t.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when training stops")
-    t.add_argument("--keep-checkpoints", type=int, default=3, metavar="K", help="keep the newest K checkpoints")
+    t.add_argument("--keep-checkpoints", type=int_at_least(1), default=3, metavar="K",
+                   help="keep the newest K checkpoints")
     t.add_argument("--resume", default=None, metavar="DIR|auto",
                    help="continue from a checkpoint directory, or 'auto': the newest complete one under --logdir")
     t.add_argument("--print-config", action="store_true",
@@ -62,8 +65,9 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("scale", help="env steps/s and time per iteration against the number of workers")
     _add_run_args(s)
     s.add_argument("--workers", type=_int_list, default=[1, 2, 4, 8], help="comma-separated worker counts, e.g. 1,2,4,8")
-    s.add_argument("--iterations", type=int, default=5, help="measured iterations per worker count (after one warm-up)")
-    s.add_argument("--cpus-per-worker", type=float, default=None,
+    s.add_argument("--iterations", type=int_at_least(1), default=5,
+                   help="measured iterations per worker count (after one warm-up)")
+    s.add_argument("--cpus-per-worker", type=positive_float, default=None,
                    help="CPUs reserved per worker actor (default: 1, or less so that the largest count fits the cluster)")
     s.add_argument("--out", default=None, help="directory for scale.csv and scale.png (default ./relayrl_scale/ALGO_ENV_TIME)")
     from relayrl import serve_cli  # `relayrl serve`: its own module and handler (args.handler)
@@ -78,7 +82,56 @@ def build_parser() -> argparse.ArgumentParser:
     from relayrl import tune_cli  # `relayrl tune`
 
     tune_cli.register(sub)
+    for command in sub.choices.values():  # `relayrl tune` has its own --verbose LEVEL (Tune's output)
+        if not any("--verbose" in action.option_strings for action in command._actions):
+            command.add_argument("--verbose", action="store_true",
+                                 help="also show TensorFlow's native start-up lines")
     return parser
+
+
+def add_stop_args(p: argparse.ArgumentParser) -> None:
+    """--stop-reward / --stop-timesteps / --stop-iters / --stop-time (train and serve)."""
+    p.add_argument("--stop-reward", type=finite_float, default=None, help="stop at this episode_reward_mean")
+    p.add_argument("--stop-timesteps", type=int_at_least(1), default=None, help="stop after this many env steps")
+    p.add_argument("--stop-iters", type=int_at_least(1), default=None, help="stop after this many iterations")
+    p.add_argument("--stop-time", type=positive_float, default=None, help="stop after this many seconds of training")
+
+
+# Flags are bounded like config fields: past this an integer flag is a typo, not a plan.
+MAX_INT_FLAG = 2**53
+
+
+def int_at_least(low: int):
+    """argparse type: an integer in [low, 2**53]; the error names what is allowed (argparse adds the flag)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= MAX_INT_FLAG:
+            raise argparse.ArgumentTypeError(f"{text!r} is invalid: allowed: an integer >= {low}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: allowed: a finite number")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: allowed: a number > 0")
+    return value
 
 
 def _int_list(text: str) -> list[int]:
@@ -94,6 +147,8 @@ def _int_list(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     process_start = psutil.Process().create_time()
     args = build_parser().parse_args(argv)
+    if args.verbose is True:  # read by relayrl.tf_import in this process and in the Ray workers it starts
+        os.environ[tf_import.VERBOSE_ENV] = "1"
     if getattr(args, "handler", None) is not None:  # subcommands registered from their own modules
         return args.handler(args)
     try:
@@ -107,7 +162,25 @@ def main(argv: list[str] | None = None) -> int:
 
         print(render(args, config), end="")
         return 0
+    try:  # refuse a missing or bad checkpoint and an unwritable log dir before anything starts
+        if args.resume not in (None, "auto"):
+            from relayrl import checkpoint
+
+            checkpoint.verify(args.resume)
+        _make_log_dir(config.log_dir)
+    except ValueError as exc:
+        return _fail(EXIT_BAD_INPUT, str(exc))
     return _train(args, config, process_start)
+
+
+def _make_log_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise ValueError(f"--logdir {path}: cannot write there ({exc.strerror or exc}); allowed: a directory "
+                         f"this user can create and write") from None
 
 
 def _fail(code: int, message: str) -> int:
@@ -115,8 +188,12 @@ def _fail(code: int, message: str) -> int:
     return code
 
 
+DICT_FIELDS = ("model", "env_config")  # mappings: `--set FIELD.KEY=VALUE` sets one key
+
+
 def parse_set(items: list[str]) -> dict[str, Any]:
-    """['lr=1e-3', 'model.fcnet_hiddens=[32,32]'] -> {'lr': 0.001, 'model': {'fcnet_hiddens': [32, 32]}}."""
+    """['lr=1e-3', 'model.fcnet_hiddens=[32,32]'] -> {'lr': 0.001, 'model': {'fcnet_hiddens': [32, 32]}}.
+    A mapping field given whole (`--set model={...}`) is merged key by key like its dotted form."""
     import yaml
 
     from relayrl import yaml_io
@@ -129,11 +206,19 @@ def parse_set(items: list[str]) -> dict[str, Any]:
         try:
             value = yaml_io.load(raw)
         except yaml.YAMLError as exc:
-            raise ValueError(f"invalid --set {item!r}: value is not valid YAML ({exc.problem})") from None
-        if key.startswith("model."):
-            out.setdefault("model", {})[key[len("model."):]] = value
+            raise ValueError(f"invalid --set {item!r}: value is not valid YAML "
+                             f"({getattr(exc, 'problem', None) or exc})") from None
+        name, dot, sub = key.partition(".")
+        if dot and (name not in DICT_FIELDS or not sub):
+            raise ValueError(f"invalid --set {item!r}: only {' and '.join(DICT_FIELDS)} take a dotted key "
+                             f"(e.g. --set model.fcnet_hiddens=[32,32])")
+        if name in DICT_FIELDS:
+            if not dot and not isinstance(value, dict):
+                raise ValueError(f"invalid --set {item!r}: {name} is a mapping: set one key with "
+                                 f"--set {name}.KEY=VALUE, or give a mapping such as {name}={{key: value}}")
+            out.setdefault(name, {}).update({sub: value} if dot else value)
         else:
-            out[key] = value
+            out[name] = value
     return out
 
 
@@ -154,11 +239,13 @@ def _config_from_args(args: argparse.Namespace):
 
         from relayrl import yaml_io
 
-        with open(args.config) as fh:
-            try:
+        try:
+            with open(args.config) as fh:
                 file_fields = yaml_io.load(fh) or {}
-            except yaml.YAMLError as exc:
-                raise ValueError(f"--config {args.config} is not valid YAML: {exc}") from None
+        except OSError as exc:
+            raise ValueError(f"--config {args.config}: cannot read it ({exc.strerror or exc})") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            raise ValueError(f"--config {args.config} is not valid YAML: {exc}") from None
         if not isinstance(file_fields, dict):
             raise ValueError(f"--config {args.config}: expected a mapping of field: value")
     config = config_class(args.algo)()  # imports TensorFlow
@@ -168,9 +255,9 @@ def _config_from_args(args: argparse.Namespace):
         config.update_from_dict(tuned_fields)
         args.tuned_path = tuned_path
     config.update_from_dict(file_fields)
-    model = overrides.pop("model", None)
-    if model is not None:
-        config.update_from_dict({"model": {**config.model, **model}})
+    for name in DICT_FIELDS:  # merged into what the tuned file and --config set
+        if name in overrides:
+            config.update_from_dict({name: {**getattr(config, name), **overrides.pop(name)}})
     config.update_from_dict(overrides)
     flags = {"num_envs_per_worker": args.envs_per_worker, "seed": args.seed, "address": args.address}
     if args.command == "train":

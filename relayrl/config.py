@@ -71,13 +71,13 @@ class Config:
     learner_placement: str = knob("auto", "resources", C.one_of("auto", "driver", "actor"), "where the learner runs: 'auto' = a Ray actor holding the GPUs when num_gpus > 0, else the driver")
     learner_threads: Any = knob("auto", "resources", C.auto_or(C.integer(1)), "TensorFlow intra-op threads of the learner; 'auto' = 1 for MLPs (small ops run fastest unthreaded), all cores for conv nets")
     dashboard: bool = knob(False, "resources", C.boolean(), "start the Ray dashboard (bound to 127.0.0.1) with the embedded Ray")
-    address: Any = knob(None, "resources", C.optional(C.string()), "Ray address to join ('auto' or host:port); None starts an embedded Ray")
+    address: Any = knob(None, "resources", C.optional(C.ray_address()), "Ray address to join ('auto' or host:port); None starts an embedded Ray")
     # --- training (shared)
     lr: float = knob(3e-4, "training", C.number(0, strict=True), "learning rate")
     lr_schedule: Any = knob(None, "training", C.optional(C.schedule()), "[[timestep, lr], ...] piecewise-linear; overrides lr")
     gamma: float = knob(0.99, "training", C.number(0, 1), "discount factor")
     grad_clip: Any = knob(None, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
-    train_batch_size: int = knob(4000, "training", C.integer(1), "env steps per training iteration")
+    train_batch_size: int = knob(4000, "training", C.batch_size(), "env steps per training iteration")
     model: dict = knob(DEFAULT_MODEL, "training", C.model(MODEL_CHECKS), "network options: " + ", ".join(DEFAULT_MODEL))
     # --- debugging
     seed: Any = knob(None, "debugging", C.optional(C.integer(0)), "base seed: env i of worker w gets seed + 1000 * w + i")
@@ -143,7 +143,10 @@ class Config:
         if isinstance(self.env, str):
             from relayrl.envs import check_env_id
 
-            check_env_id(self.env)
+            try:
+                check_env_id(self.env)
+            except ValueError as exc:
+                raise ValueError(f"{type(self).__name__}.env = {self.env!r} is invalid: {exc}") from None
         fragment = self.resolved_fragment_length()
         if fragment < 1:
             raise ValueError(

@@ -46,7 +46,11 @@ def check_env_id(env_id: str) -> None:
 def make_single_env(env: EnvSpec, env_config: dict) -> gym.Env:
     if isinstance(env, str):
         check_env_id(env)
-        return gym.make(env, **env_config)
+        try:
+            return gym.make(env, **env_config)
+        except TypeError as exc:  # gymnasium re-raises the env constructor's TypeError for unknown kwargs
+            raise ValueError(f"env_config {env_config!r} is not accepted by {env!r}: "
+                             f"{str(exc).split(' was raised from the environment creator')[0]}") from None
     made = env(env_config)
     if not isinstance(made, gym.Env):
         raise ValueError(f"env callable {env!r} returned {type(made).__name__}, not a gymnasium.Env")

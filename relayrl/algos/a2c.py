@@ -33,7 +33,7 @@ class A2CConfig(Config):
                             "each Ray worker computes the gradient of its own fragment and the learner applies "
                             "their row-weighted mean (parameter-server style; needs num_rollout_workers >= 1)")
     # A2C's own defaults for shared fields: many small synchronous updates
-    train_batch_size: int = knob(128, "training", C.integer(1), "env steps per training iteration")
+    train_batch_size: int = knob(128, "training", C.batch_size(), "env steps per training iteration")
     lr: float = knob(1e-3, "training", C.number(0, strict=True), "learning rate")
     grad_clip: Any = knob(0.5, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
 

@@ -33,7 +33,7 @@ class A3CConfig(Config):
     num_rollout_workers: int = knob(2, "rollouts", C.integer(1), "Ray workers computing gradients (A3C needs at least 1)")
     rollout_fragment_length: Any = knob(8, "rollouts", C.auto_or(C.integer(1)), "steps per env per fragment (one gradient each)")
     num_envs_per_worker: int = knob(16, "rollouts", C.integer(1), "vectorised envs stepped together by each worker")
-    train_batch_size: int = knob(2048, "training", C.integer(1), "env steps reported per training iteration (updates happen per fragment)")
+    train_batch_size: int = knob(2048, "training", C.batch_size(), "env steps reported per training iteration (updates happen per fragment)")
     lr: float = knob(2e-3, "training", C.number(0, strict=True), "learning rate (of the parameter server's Adam)")
     gamma: float = knob(0.98, "training", C.number(0, 1), "discount factor")
     grad_clip: Any = knob(0.5, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")

@@ -22,7 +22,7 @@ class DQNConfig(EpsilonGreedyConfig):
     algo_name = "dqn"
 
     # shared fields with DQN's meaning and defaults
-    train_batch_size: int = knob(64, "training", C.integer(1), "replay rows per gradient step")
+    train_batch_size: int = knob(64, "training", C.batch_size(), "replay rows per gradient step")
     lr: float = knob(1e-3, "training", C.number(0, strict=True), "learning rate")
     grad_clip: Any = knob(10.0, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
     # DQN's own

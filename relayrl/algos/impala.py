@@ -40,7 +40,7 @@ class IMPALAConfig(Config):
     in_flight_per_worker: int = knob(2, "rollouts", C.integer(1), "sample calls queued per worker (2 keeps it busy while the driver collects)")
     # IMPALA's own defaults for shared fields
     rollout_fragment_length: Any = knob(32, "rollouts", C.auto_or(C.integer(1)), "steps per env per fragment; 'auto' = train_batch_size / (workers * envs)")
-    train_batch_size: int = knob(512, "training", C.integer(1), "env steps per learner update (whole fragments)")
+    train_batch_size: int = knob(512, "training", C.batch_size(), "env steps per learner update (whole fragments)")
     # 2e-3 collapsed to a deterministic wrong policy (episode mean ~9) in 4 of 26 CartPole seeds; 1e-3: 0 of 26
     lr: float = knob(1e-3, "training", C.number(0, strict=True), "learning rate")
     gamma: float = knob(0.98, "training", C.number(0, 1), "discount factor")

@@ -32,7 +32,7 @@ class PPOConfig(Config):
                             "fragments and compute each SGD step's gradient on their share of the minibatch, the "
                             "learner applies the row-weighted mean (needs num_rollout_workers >= 1)")
     # PPO's own defaults for shared fields (Stable-Baselines3's, which work across classic control and MuJoCo)
-    train_batch_size: int = knob(2048, "training", C.integer(1), "env steps per training iteration")
+    train_batch_size: int = knob(2048, "training", C.batch_size(), "env steps per training iteration")
     grad_clip: Any = knob(0.5, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")
     scale_rewards: bool = knob(False, "training", C.boolean(), "divide rewards by the running std of each worker's discounted return, clipped to +-10 (gymnasium's NormalizeReward, as CleanRL / SB3 use on MuJoCo); episode returns are reported unscaled")
 

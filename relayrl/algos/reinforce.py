@@ -24,7 +24,7 @@ class REINFORCEConfig(A2CConfig):
     use_baseline: bool = knob(True, "training", C.boolean(), "subtract the learned V(s) from the return")
     normalize_advantages: bool = knob(True, "training", C.boolean(), "standardise advantages over each batch")
     # whole episodes of CartPole fit in one fragment of 500 steps x 4 envs
-    train_batch_size: int = knob(2000, "training", C.integer(1), "env steps per training iteration")
+    train_batch_size: int = knob(2000, "training", C.batch_size(), "env steps per training iteration")
     num_envs_per_worker: int = knob(4, "rollouts", C.integer(1), "vectorised envs stepped together by each worker")
     lr: float = knob(3e-3, "training", C.number(0, strict=True), "learning rate")
     grad_clip: Any = knob(None, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)")

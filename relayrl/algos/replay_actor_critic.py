@@ -25,7 +25,7 @@ class ReplayActorCriticConfig(Config):
     # shared fields with this family's meaning and defaults
     num_envs_per_worker: int = knob(1, "rollouts", C.integer(1), "vectorised envs stepped together by each worker")
     rollout_fragment_length: Any = knob(8, "rollouts", C.integer(1), "env steps per env per iteration (then the learner trains)")
-    train_batch_size: int = knob(256, "training", C.integer(1), "replay rows per gradient step")
+    train_batch_size: int = knob(256, "training", C.batch_size(), "replay rows per gradient step")
     lr: float = knob(3e-4, "training", C.number(0, strict=True), "critic learning rate")
     model: dict = knob(ACTOR_CRITIC_MODEL, "training", C.model(MODEL_CHECKS), "actor network: fcnet_hiddens, fcnet_activation")
     # the family's own

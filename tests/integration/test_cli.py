@@ -43,7 +43,7 @@ def test_stop_reward_reports_time_to_solve(tmp_path):
     (["train", "ppo", "CartPole-v1", "--set", "lr"], "expected KEY=VALUE"),
     (["train", "ppo", "CartPole-v1", "--set", "model.fcnet_hiddens=[0]"], "fcnet_hiddens"),
     (["train", "ppo", "Blackjack-v1", "--stop-iters", "1"], "observation space Tuple"),
-    (["train", "ppo", "CartPole-v1", "--workers", "two"], "invalid int value: 'two'"),
+    (["train", "ppo", "CartPole-v1", "--workers", "two"], "argument --workers: 'two' is invalid: allowed: an integer >= 0"),
     (["train", "a3c", "CartPole-v1", "--workers", "0"], "A3CConfig.num_rollout_workers = 0 is invalid: allowed: an integer >= 1"),
     (["train", "a2c", "CartPole-v1", "--set", "update_mode=gradients"], "update_mode = 'gradients' is invalid with num_rollout_workers = 0"),
     (["train", "impala", "CartPole-v1", "--set", "queue_full=wait"], "allowed: one of 'drop', 'block'"),
