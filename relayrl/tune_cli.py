@@ -13,7 +13,7 @@ import sys
 
 
 def register(sub) -> None:
-    from relayrl.cli import _add_run_args
+    from relayrl.cli import _add_run_args, finite_float, int_at_least
     from relayrl.tune import SCHEDULERS
 
     p = sub.add_parser("tune", help="hyper-parameter search with Ray Tune")
@@ -21,14 +21,14 @@ def register(sub) -> None:
     p.add_argument("--search", action="append", default=[], metavar="KEY=KIND(ARGS)",
                    help="a searched field: uniform(a,b), loguniform(a,b), randint(a,b) (b excluded), choice(v1,...), "
                         "grid(v1,...); repeat for several fields")
-    p.add_argument("--samples", type=int, default=4, help="trials sampled (a grid is repeated per sample)")
+    p.add_argument("--samples", type=int_at_least(1), default=4, help="trials sampled (a grid is repeated per sample)")
     p.add_argument("--scheduler", default="fifo", choices=SCHEDULERS, help="fifo (every trial runs to the end), asha (stops poor "
                    "trials early), pbt (clones good trials and perturbs their fields)")
-    p.add_argument("--stop-iters", type=int, default=10, help="training iterations per trial")
-    p.add_argument("--stop-reward", type=float, default=None, help="stop a trial once episode_reward_mean reaches it")
+    p.add_argument("--stop-iters", type=int_at_least(1), default=10, help="training iterations per trial")
+    p.add_argument("--stop-reward", type=finite_float, default=None, help="stop a trial once episode_reward_mean reaches it")
     p.add_argument("--metric", default="episode_reward_mean", help="result field that ranks the trials")
     p.add_argument("--mode", default="max", choices=("max", "min"), help="whether the best trial maximises or minimises --metric")
-    p.add_argument("--perturbation-interval", type=int, default=2, help="pbt: iterations between perturbations")
+    p.add_argument("--perturbation-interval", type=int_at_least(1), default=2, help="pbt: iterations between perturbations")
     p.add_argument("--storage", default=None, help="directory for Tune's results (default ~/relayrl_results/tune)")
     p.add_argument("--name", default=None, help="experiment name (a folder under --storage)")
     p.add_argument("--verbose", type=int, default=1, choices=(0, 1, 2), help="Tune's own progress output")

@@ -24,6 +24,9 @@ def test_train_with_two_ray_workers_prints_json_and_writes_tensorboard(tmp_path)
     assert final["time_total_s"] > 0 and final["wall_time_s"] >= final["time_total_s"]
     assert "tensorboard --logdir" in proc.stderr
     assert any(name.startswith("events.out.tfevents") for name in os.listdir(tmp_path))
+    from relayrl.tf_import import _CHATTER  # TensorFlow's native start-up lines stay out of relayrl's stderr
+
+    assert not [line for line in proc.stderr.splitlines() if _CHATTER.match(line) or "cuda" in line], proc.stderr
 
 
 def test_stop_reward_reports_time_to_solve(tmp_path):
