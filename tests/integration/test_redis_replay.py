@@ -1,6 +1,6 @@
 """Replay in a real Redis server: round trip, FIFO capacity, clear errors, a learner killed with SIGKILL whose
-successor finds every stored transition (count and checksum) and keeps training. (Redis failing:
-test_redis_failures.py.)"""
+successor finds every stored transition (count and checksum) and keeps training, and a CLI run whose output,
+log directory and checkpoints hold the password nowhere. (Redis failing: test_redis_failures.py.)"""
 import json
 import os
 import signal
@@ -70,3 +70,20 @@ def test_killed_learner_successor_finds_every_transition(redis_server):
     finally:
         algo.stop()
 
+
+def test_a_run_writes_the_password_nowhere(redis_server, tmp_path):
+    """Worst case: the password on the command line. Neither the output nor any file of the run (config.json,
+    progress.csv, TensorBoard events, the checkpoint's config.json and state.json) holds it."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    password = redis_server["password"]
+    cmd = [sys.executable, "-m", "relayrl.cli", "train", "dqn", "CartPole-v1", "--workers", "0",
+           "--stop-iters", "3", "--checkpoint-at-end", "--json", "--logdir", str(tmp_path),
+           "--set", "replay_backend=redis", "--set", f"redis_address={redis_server['address']}",
+           "--set", f"redis_password={password}", "--set", "redis_key_prefix=t-secret-run",
+           "--set", "learning_starts=100"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list(tmp_path.glob("checkpoints/ckpt-*/state.json")) and (tmp_path / "config.json").exists()
+    assert password not in done.stdout + done.stderr
+    leaking = [p for p in tmp_path.rglob("*") if p.is_file() and password.encode() in p.read_bytes()]
+    assert leaking == []
