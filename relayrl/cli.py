@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Protocol, runtime_checkable
 
 import psutil
 
@@ -326,9 +326,17 @@ def _should_stop(rules: dict[str, float], result: dict[str, Any]) -> bool:
     )
 
 
+@runtime_checkable
+class _WaitsOnServices(Protocol):
+    """An algorithm whose train() can wait on an outside service (DQN's Redis): told when the run ends."""
+
+    def set_deadline(self, deadline: float | None) -> None: ...
+
+
 def _train(args: argparse.Namespace, config, process_start: float) -> int:
     from relayrl.metrics import diagnose
     from relayrl.progress import Progress
+    from relayrl.replay.redis_replay import ReplayUnavailableError
     from relayrl.rollout import EnvError, WorkerFailedError
 
     rules = _stop_rules(args)
@@ -358,6 +366,8 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
         progress.note(f"Ray dashboard: {algo.dashboard_url} (token auth: see ~/.ray/auth_token)")
     elif config.dashboard:
         progress.note("no Ray dashboard: it needs --workers >= 1 and a Ray started by relayrl")
+    if "time" in rules and isinstance(algo, _WaitsOnServices):  # train() ends in time even if a service hangs
+        algo.set_deadline(time.monotonic() + rules["time"] - algo.time_total_s)
     time_to_solve, result = None, None
     phase_totals = dict.fromkeys(("sample", "learn", "sync", "wait", "all"), 0.0)
     try:
@@ -376,7 +386,7 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
                 break
     except KeyboardInterrupt:
         progress.note("interrupted")
-    except (FloatingPointError, EnvError, WorkerFailedError) as exc:
+    except (FloatingPointError, EnvError, WorkerFailedError, ReplayUnavailableError) as exc:
         algo.stop()
         return _fail(EXIT_FAILED, f"{type(exc).__name__}: {exc}")
     algo.stop()

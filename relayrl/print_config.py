@@ -2,13 +2,20 @@
 
 Resolution order (later wins): the algorithm's defaults < relayrl/tuned/<algo>-<env>.yaml < --config FILE
 < --set KEY=VALUE < flags (--seed, --workers, ...). The header comments name the tuned file and its `_result`
-record; the body loads back with `--config`.
+record; the body loads back with `--config`. Secrets (checkpoint.SECRET_FIELDS, e.g. redis_password) never
+appear: `***` in the `# --set:` line, null in the body.
 """
 from __future__ import annotations
 
 import argparse
 
 from relayrl.checkpoint import SECRET_FIELDS
+
+
+def mask_set_item(item: str) -> str:
+    """'redis_password=hunter2' -> 'redis_password=***': a --set item as it may be shown anywhere."""
+    key, sep, _ = item.partition("=")
+    return f"{key}{sep}***" if sep and key.strip() in SECRET_FIELDS else item
 
 
 def render(args: argparse.Namespace, config) -> str:
@@ -28,10 +35,10 @@ def render(args: argparse.Namespace, config) -> str:
     if args.config:
         lines.append(f"# --config: {args.config}")
     if args.set:
-        lines.append(f"# --set: {' '.join(args.set)}")
+        lines.append(f"# --set: {' '.join(mask_set_item(item) for item in args.set)}")
     data = config.to_dict()
     data["log_dir"] = args.logdir  # the CLI picks a fresh directory per run unless --logdir is given
-    for secret in SECRET_FIELDS:
+    for secret in SECRET_FIELDS:  # null, not ***: the body loads back with --config (None: the env variable)
         if data.get(secret):
             data[secret] = None
     import yaml

@@ -40,6 +40,11 @@ class DQNConfig(EpsilonGreedyConfig):
     redis_password: Any = knob(None, "training", C.optional(C.string()), "Redis password; None reads RELAYRL_REDIS_PASSWORD (a password is required)")
     redis_key_prefix: str = knob("relayrl", "training", C.string(), "key prefix of this run's replay in Redis (reuse it to resume)")
     redis_appendonly: Any = knob(None, "training", C.optional(C.boolean()), "turn Redis AOF persistence on/off (None = leave the server's setting)")
+    redis_timeout_s: float = knob(5.0, "training", C.number(0, 600, strict=True),
+                                  "seconds one Redis connect or reply may take before it counts as failed")
+    redis_deadline_s: float = knob(30.0, "training", C.number(0, 86_400, strict=True),
+                                   "seconds a failing Redis is retried (with backoff) before the run ends "
+                                   "with an error (exit 1); never past --stop-time")
     prioritized_replay: bool = knob(False, "training", C.boolean(), "proportional prioritised replay")
     prioritized_replay_alpha: float = knob(0.6, "training", C.number(0), "priority exponent alpha")
     prioritized_replay_beta: float = knob(0.4, "training", C.number(0, 1), "initial importance-sampling exponent (annealed to 1)")
@@ -50,8 +55,19 @@ class DQNConfig(EpsilonGreedyConfig):
 
         return self.redis_password or os.environ.get("RELAYRL_REDIS_PASSWORD")
 
+    def _check_field(self, name: str, value: Any) -> None:
+        from relayrl.checkpoint import SECRET_FIELDS
+
+        check = self._field(name).metadata["check"]
+        if name in SECRET_FIELDS and check(value) is not None:  # the generic message would show the value
+            raise ValueError(f"{type(self).__name__}.{name} = *** is invalid: {check(value)}")
+        super()._check_field(name, value)
+
     def validate(self) -> None:
+        from relayrl.replay.redis_replay import parse_address
+
         super().validate()
+        parse_address(self.redis_address, f"{type(self).__name__}.redis_address")
         if self.replay_backend == "redis":
             if not self.redis_password_resolved():
                 raise ValueError(f"{type(self).__name__}.redis_password is not set: relayrl only talks to a Redis with "
@@ -70,18 +86,18 @@ class DQN(InProcessReplayCheckpoint, Algorithm):
     action_space_hint = " (DQN needs discrete actions: for a Box action space use sac or td3)"
 
     def __init__(self, config: DQNConfig):
-        super().__init__(config)
         c = config
-        if c.replay_backend == "redis":
+        if c.replay_backend == "redis":  # before the workers start: an unusable Redis fails fast
             from relayrl.replay.redis_replay import RedisReplay
 
             self.replay = RedisReplay(c.redis_address, c.redis_password_resolved(), c.replay_buffer_capacity,
-                                      c.redis_key_prefix, seed=c.seed, appendonly=c.redis_appendonly)
-        elif c.prioritized_replay:
-            self.replay = PrioritizedReplay(c.replay_buffer_capacity, c.prioritized_replay_alpha,
-                                            c.prioritized_replay_beta, seed=c.seed)
-        else:
-            self.replay = UniformReplay(c.replay_buffer_capacity, seed=c.seed)
+                                      c.redis_key_prefix, seed=c.seed, appendonly=c.redis_appendonly,
+                                      timeout_s=c.redis_timeout_s, deadline_s=c.redis_deadline_s)
+        super().__init__(config)
+        if c.replay_backend == "memory":
+            self.replay = (PrioritizedReplay(c.replay_buffer_capacity, c.prioritized_replay_alpha,
+                                             c.prioritized_replay_beta, seed=c.seed) if c.prioritized_replay
+                           else UniformReplay(c.replay_buffer_capacity, seed=c.seed))
         self._update_debt = 0.0  # fractional gradient steps owed by the replay ratio
 
     @staticmethod
@@ -96,6 +112,14 @@ class DQN(InProcessReplayCheckpoint, Algorithm):
         return Learner(spec, loss, DQN_METRICS, c.lr, c.grad_clip, {}, columns, c.train_batch_size,
                        strategy=strategy, row_output="td_abs",
                        model_fn=lambda s: QModel(s, c.dueling, c.target_network_update_freq, c.tau))
+
+    def set_deadline(self, deadline: float | None) -> None:
+        """The run ends by time.monotonic() == deadline (the CLI's --stop-time): a Redis replay that keeps
+        failing gives up there (ReplayUnavailableError) rather than after redis_deadline_s. None: no end."""
+        from relayrl.replay.redis_replay import RedisReplay
+
+        if isinstance(self.replay, RedisReplay):
+            self.replay.give_up_by = deadline
 
     def sampler_extras(self) -> dict[str, Any]:
         c: DQNConfig = self.config

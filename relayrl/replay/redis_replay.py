@@ -5,45 +5,113 @@ Layout (no pickle: raw numpy bytes plus a JSON header):
   {prefix}:block:{id}   hash  one add() call: field "meta" = JSON {column: [dtype, shape]}, field "col:<name>" = bytes
   {prefix}:blocks       list  "id:rows" per block, oldest first (FIFO eviction past the capacity)
   {prefix}:next_id      int   block id counter
-Every write is one pipeline (a round trip costs ~114 us here); blocks are immutable, so sampled blocks are
-cached in the process and fetched once.
+Every write is one round trip (~114 us here: a server-side script); blocks are immutable, so sampled blocks
+are cached in the process and fetched once.
+
+Redis is a dependency that can fail. Every socket wait is bounded by `timeout_s`; each replay operation (add,
+len, sample, ...) is retried whole, with redis-py's jittered exponential backoff, through dropped connections,
+timeouts and a server still loading its AOF, and gives up with `ReplayUnavailableError` once it has failed for
+`deadline_s` or reaches `give_up_by` (the run's own end, set by the CLI's --stop-time): at the latest
+deadline + timeout_s + 1 s after it began. Operations are safe to repeat (a write whose reply was lost is not
+applied twice). Nothing is deleted on failure: what was written stays in Redis (and in its AOF
+when appendonly is on). At start-up an unusable server (bad address, unreachable, wrong password) raises
+`RedisStartError`, a ValueError: bad input. No message ever holds the password.
 """
 from __future__ import annotations
 
 import collections
 import json
-from typing import Iterator
+import re
+import time
+from typing import Callable, Iterator, TypeVar
 
 import numpy as np
 
+T = TypeVar("T")
+BACKOFF_BASE_S, BACKOFF_CAP_S = 0.05, 1.0  # first retry after <= 0.1 s, then doubling up to 1 s
+WRITE_BLOCK = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('RPUSH', KEYS[2], ARGV[1])
+return 1
+"""  # KEYS: block, index; ARGV: "id:rows", then field, value, field, value, ...
 
-def connect(address: str, password: str | None, db: int = 0):
-    """A Redis client for "host:port", failing now with a clear message if the server is unreachable or
-    refuses the password."""
+
+class RedisStartError(ValueError):
+    """The configured Redis cannot be used at start-up: bad address, unreachable, refuses the password."""
+
+
+class ReplayUnavailableError(RuntimeError):
+    """Redis stopped answering (or refused) during the run for longer than allowed; the message is one
+    line that names the server's address, never its password."""
+
+
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):([0-9]{1,5})")
+
+
+def parse_address(address: str, field: str = "redis_address") -> tuple[str, int]:
+    """'host:port' (or '[v6]:port') -> (host, port); ValueError naming the field otherwise."""
+    match = _HOST_PORT.fullmatch(address) if isinstance(address, str) else None
+    if match is None or not 0 < int(match.group(2)) < 65536:
+        raise ValueError(f"{field} = {address!r} is invalid: allowed: 'host:port' with a port in 1..65535, "
+                         f"e.g. '127.0.0.1:6379'")
+    return match.group(1).strip("[]"), int(match.group(2))
+
+
+def _masked(error: BaseException, password: str | None) -> str:
+    """`Type: message` on one line with the password (should a library ever echo it) replaced by ***."""
+    text = " ".join(f"{type(error).__name__}: {error}".split())
+    return text.replace(password, "***") if password else text
+
+
+def connect(address: str, password: str | None, db: int = 0, timeout_s: float = 5.0):
+    """A Redis client for "host:port" whose every socket wait ends after timeout_s; raises RedisStartError now
+    if the server is unreachable, silent or refuses the password. The client itself never retries:
+    RedisReplay retries whole operations, which it can make safe to repeat (a pipeline retried inside
+    redis-py after a lost reply would run twice)."""
     import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
 
-    host, _, port = address.rpartition(":")
-    if not host or not port.isdigit():
-        raise ValueError(f"redis address {address!r} is invalid: allowed: 'host:port', e.g. '127.0.0.1:6379'")
-    client = redis.Redis(host=host, port=int(port), password=password, db=db, socket_connect_timeout=3)
+    host, port = parse_address(address)
+    client = redis.Redis(host=host, port=port, password=password, db=db, socket_connect_timeout=timeout_s,
+                         socket_timeout=timeout_s, socket_keepalive=True, retry=Retry(NoBackoff(), 0))
     try:
         client.ping()
-    except redis.AuthenticationError as exc:
-        raise ConnectionError(f"Redis at {address} refused the password ({exc}); set redis_password to the "
-                              f"server's requirepass") from None
-    except redis.ResponseError as exc:
-        raise ConnectionError(f"Redis at {address} refused the connection: {exc}") from None
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
-        raise ConnectionError(f"cannot reach Redis at {address}: {exc}") from None
+    except redis.AuthenticationError:
+        raise RedisStartError(f"Redis at {address} refused the password: set redis_password or "
+                              f"RELAYRL_REDIS_PASSWORD to the server's requirepass") from None
+    except redis.TimeoutError:  # e.g. a frozen server: the kernel accepts the connection, nothing answers
+        raise RedisStartError(f"Redis at {address} did not answer in {timeout_s} s "
+                              f"(redis_timeout_s)") from None
+    except redis.RedisError as exc:
+        raise RedisStartError(f"cannot use Redis at {address}: {_masked(exc, password)}") from None
     return client
 
 
 class RedisReplay:
     def __init__(self, address: str, password: str | None, capacity: int, key_prefix: str = "relayrl",
-                 seed: int | None = None, appendonly: bool | None = None, block_cache: int = 4096):
-        self.client = connect(address, password)
+                 seed: int | None = None, appendonly: bool | None = None, block_cache: int = 4096,
+                 timeout_s: float = 5.0, deadline_s: float = 30.0):
+        import redis
+        from redis.backoff import ExponentialWithJitterBackoff
+        from redis.retry import Retry
+
+        self.address, self._password = address, password
+        self.client = connect(address, password, timeout_s=timeout_s)
+        self.deadline_s = deadline_s
+        self.give_up_by: float | None = None  # time.monotonic() of the run's end (DQN.set_deadline)
+        # retries forever as far as redis-py is concerned: _call's failure callback enforces the deadline
+        transient = (redis.ConnectionError, redis.TimeoutError)  # also BusyLoadingError: AOF still loading
+        backoff = ExponentialWithJitterBackoff(cap=BACKOFF_CAP_S, base=BACKOFF_BASE_S)
+        self._retry = Retry(backoff, -1, transient)
         if appendonly is not None:  # AOF persistence: every write also goes to the append-only file
-            self.client.config_set("appendonly", "yes" if appendonly else "no")
+            try:
+                self.client.config_set("appendonly", "yes" if appendonly else "no")
+            except redis.RedisError as exc:
+                raise RedisStartError(f"Redis at {address} refused redis_appendonly = {appendonly} "
+                                      f"(CONFIG SET appendonly): {_masked(exc, password)}") from None
+        self._write_block = self.client.register_script(WRITE_BLOCK)
         self.capacity = capacity
         self.prefix = key_prefix
         self.rng = np.random.default_rng(seed)
@@ -51,6 +119,34 @@ class RedisReplay:
         self._cache_size = block_cache
         self._ids: list[int] = []
         self._rows: list[int] = []
+
+    # ------------------------------------------------------------------ failures
+    def _call(self, operation: Callable[[], T]) -> T:
+        """operation(), repeated with backoff through transient errors until it has failed for deadline_s or
+        the run's end (give_up_by) has passed; then ReplayUnavailableError. A refused password or an error
+        reply is not transient: ReplayUnavailableError at once."""
+        import redis
+        from redis.exceptions import AuthenticationError, AuthorizationError
+
+        refused = (AuthenticationError, AuthorizationError)  # ConnectionErrors, but not transient
+        started = time.monotonic()
+        give_up_at = started + self.deadline_s
+        why = f"redis_deadline_s = {self.deadline_s} s"
+        if self.give_up_by is not None and self.give_up_by < give_up_at:
+            give_up_at, why = self.give_up_by, "the run's deadline (--stop-time)"
+
+        def give_up_when_late(error: Exception) -> None:
+            if time.monotonic() >= give_up_at:
+                raise ReplayUnavailableError(
+                    f"Redis at {self.address} failed for {time.monotonic() - started:.1f} s, past {why}: "
+                    f"{_masked(error, self._password)}; the replay already written stays in Redis") from None
+
+        try:
+            return self._retry.call_with_retry(operation, give_up_when_late,
+                                               is_retryable=lambda e: not isinstance(e, refused))
+        except redis.RedisError as exc:
+            raise ReplayUnavailableError(f"Redis at {self.address} refused a replay operation: "
+                                         f"{_masked(exc, self._password)}") from None
 
     # ------------------------------------------------------------------ keys
     def _block_key(self, block_id: int) -> str:
@@ -65,22 +161,23 @@ class RedisReplay:
         rows = len(next(iter(batch.values())))
         if rows == 0:
             return
-        block_id = int(self.client.incr(f"{self.prefix}:next_id"))
+        block_id = self._call(lambda: int(self.client.incr(f"{self.prefix}:next_id")))  # a retry skips an id
         meta = {k: [np.asarray(v).dtype.str, list(np.shape(v))] for k, v in batch.items()}
         fields = {"meta": json.dumps(meta), **{f"col:{k}": np.ascontiguousarray(v).tobytes() for k, v in batch.items()}}
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hset(self._block_key(block_id), mapping=fields)
-        pipe.rpush(self._index_key, f"{block_id}:{rows}")
-        pipe.execute()
-        self._evict()
+        # one server-side script: applied at most once even when a request whose reply was lost is delivered
+        # late by a stalled server after its retry (a client-side "exists?" check could race with it)
+        args = [f"{block_id}:{rows}", *[x for item in fields.items() for x in item]]
+        self._call(lambda: self._write_block(keys=[self._block_key(block_id), self._index_key], args=args))
+        self._call(self._evict)
 
     def _evict(self) -> None:
-        """Drop the oldest blocks while the stored rows exceed the capacity."""
-        self._refresh_index()
+        """Drop the oldest blocks while the stored rows exceed the capacity (safe to repeat: it removes the
+        named index entry, not "the first one")."""
+        self._refresh_index_once()
         total = sum(self._rows)
         while self._ids and total - self._rows[0] >= self.capacity:
             pipe = self.client.pipeline(transaction=True)
-            pipe.lpop(self._index_key)
+            pipe.lrem(self._index_key, 1, f"{self._ids[0]}:{self._rows[0]}")
             pipe.delete(self._block_key(self._ids[0]))
             pipe.execute()
             total -= self._rows[0]
@@ -88,10 +185,13 @@ class RedisReplay:
             self._ids.pop(0), self._rows.pop(0)
 
     # ------------------------------------------------------------------ reading
-    def _refresh_index(self) -> None:
+    def _refresh_index_once(self) -> None:
         entries = self.client.lrange(self._index_key, 0, -1)
         self._ids = [int(e.split(b":")[0]) for e in entries]
         self._rows = [int(e.split(b":")[1]) for e in entries]
+
+    def _refresh_index(self) -> None:
+        self._call(self._refresh_index_once)
 
     def __len__(self) -> int:
         self._refresh_index()
@@ -100,10 +200,13 @@ class RedisReplay:
     def _load_blocks(self, block_ids: list[int]) -> dict[int, dict[str, np.ndarray]]:
         missing = [b for b in block_ids if b not in self._cache]
         if missing:
-            pipe = self.client.pipeline(transaction=False)
-            for b in missing:
-                pipe.hgetall(self._block_key(b))
-            for b, raw in zip(missing, pipe.execute()):
+            def fetch() -> list:
+                pipe = self.client.pipeline(transaction=False)
+                for b in missing:
+                    pipe.hgetall(self._block_key(b))
+                return pipe.execute()
+
+            for b, raw in zip(missing, self._call(fetch)):
                 if not raw:
                     raise KeyError(f"replay block {b} vanished from Redis (evicted or deleted by another client)")
                 meta = json.loads(raw[b"meta"])
@@ -155,11 +258,14 @@ class RedisReplay:
         return rows, digest.hexdigest()
 
     def clear(self) -> None:
-        self._refresh_index()
-        pipe = self.client.pipeline(transaction=True)
-        for b in self._ids:
-            pipe.delete(self._block_key(b))
-        pipe.delete(self._index_key, f"{self.prefix}:next_id")
-        pipe.execute()
+        def drop() -> None:
+            self._refresh_index_once()
+            pipe = self.client.pipeline(transaction=True)
+            for b in self._ids:
+                pipe.delete(self._block_key(b))
+            pipe.delete(self._index_key, f"{self.prefix}:next_id")
+            pipe.execute()
+
+        self._call(drop)
         self._ids, self._rows = [], []
         self._cache.clear()

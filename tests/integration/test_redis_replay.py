@@ -1,5 +1,6 @@
-"""Replay in a real Redis server: round trip, FIFO capacity, clear errors, and a learner killed with
-SIGKILL whose successor finds every stored transition (count and checksum) and keeps training."""
+"""Replay in a real Redis server: round trip, FIFO capacity, clear errors, a learner killed with SIGKILL whose
+successor finds every stored transition (count and checksum) and keeps training, and a CLI run whose output,
+log directory and checkpoints hold the password nowhere. (Redis failing: test_redis_failures.py.)"""
 import json
 import os
 import signal
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 
 from relayrl import DQNConfig
-from relayrl.replay.redis_replay import RedisReplay
+from relayrl.replay.redis_replay import RedisReplay, RedisStartError
 
 
 def rows(start, n):
@@ -33,9 +34,9 @@ def test_round_trip_capacity_and_checksum(redis_server):
 
 
 def test_bad_password_and_unreachable_server_are_clear(redis_server):
-    with pytest.raises(ConnectionError, match="refused the password"):
+    with pytest.raises(RedisStartError, match="refused the password"):
         RedisReplay(redis_server["address"], "wrong-password", capacity=10)
-    with pytest.raises(ConnectionError, match="cannot reach Redis at 127.0.0.1:1"):
+    with pytest.raises(RedisStartError, match="cannot use Redis at 127.0.0.1:1: ConnectionError"):
         RedisReplay("127.0.0.1:1", "x", capacity=10)
     with pytest.raises(ValueError, match="redis_password is not set"):
         DQNConfig().environment("CartPole-v1").training(replay_backend="redis").validate()
@@ -68,3 +69,21 @@ def test_killed_learner_successor_finds_every_transition(redis_server):
         assert len(algo.replay) == before["rows"] + result["env_steps_this_iter"]
     finally:
         algo.stop()
+
+
+def test_a_run_writes_the_password_nowhere(redis_server, tmp_path):
+    """Worst case: the password on the command line. Neither the output nor any file of the run (config.json,
+    progress.csv, TensorBoard events, the checkpoint's config.json and state.json) holds it."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    password = redis_server["password"]
+    cmd = [sys.executable, "-m", "relayrl.cli", "train", "dqn", "CartPole-v1", "--workers", "0",
+           "--stop-iters", "3", "--checkpoint-at-end", "--json", "--logdir", str(tmp_path),
+           "--set", "replay_backend=redis", "--set", f"redis_address={redis_server['address']}",
+           "--set", f"redis_password={password}", "--set", "redis_key_prefix=t-secret-run",
+           "--set", "learning_starts=100"]
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert list(tmp_path.glob("checkpoints/ckpt-*/state.json")) and (tmp_path / "config.json").exists()
+    assert password not in done.stdout + done.stderr
+    leaking = [p for p in tmp_path.rglob("*") if p.is_file() and password.encode() in p.read_bytes()]
+    assert leaking == []
