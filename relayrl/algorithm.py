@@ -373,6 +373,10 @@ class Algorithm:
 
         return dashboard_url()
 
+    def set_deadline(self, deadline: float | None) -> None:
+        """The run ends by time.monotonic() == deadline (the CLI's --stop-time): a train() call that waits on an
+        outside service (DQN's Redis replay) gives up by then. None: no end. Nothing waits outside by default."""
+
     def stop(self) -> None:
         if hasattr(self.learner, "stop"):
             self.learner.stop()

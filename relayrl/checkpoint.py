@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
+from relayrl.config import SECRET_FIELDS
+
 FORMAT = 1
 MARKER = "COMPLETE"
-SECRET_FIELDS = ("redis_password",)
 
 
 class CheckpointError(ValueError):

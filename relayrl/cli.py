@@ -13,7 +13,7 @@ import os
 import sys
 import tempfile
 import time
-from typing import Any, NoReturn, Protocol, runtime_checkable
+from typing import Any, NoReturn
 
 import psutil
 
@@ -198,23 +198,26 @@ def parse_set(items: list[str]) -> dict[str, Any]:
 
     from relayrl import yaml_io
 
+    from relayrl.print_config import mask_set_item
+
     out: dict[str, Any] = {}
     for item in items:
+        shown = mask_set_item(item)  # what the messages below may echo: never a secret
         key, sep, raw = item.partition("=")
         if not sep or not key:
-            raise ValueError(f"invalid --set {item!r}: expected KEY=VALUE, e.g. --set lr=0.001")
+            raise ValueError(f"invalid --set {shown!r}: expected KEY=VALUE, e.g. --set lr=0.001")
         try:
             value = yaml_io.load(raw)
         except yaml.YAMLError as exc:
-            raise ValueError(f"invalid --set {item!r}: value is not valid YAML "
+            raise ValueError(f"invalid --set {shown!r}: value is not valid YAML "
                              f"({getattr(exc, 'problem', None) or exc})") from None
         name, dot, sub = key.partition(".")
         if dot and (name not in DICT_FIELDS or not sub):
-            raise ValueError(f"invalid --set {item!r}: only {' and '.join(DICT_FIELDS)} take a dotted key "
+            raise ValueError(f"invalid --set {shown!r}: only {' and '.join(DICT_FIELDS)} take a dotted key "
                              f"(e.g. --set model.fcnet_hiddens=[32,32])")
         if name in DICT_FIELDS:
             if not dot and not isinstance(value, dict):
-                raise ValueError(f"invalid --set {item!r}: {name} is a mapping: set one key with "
+                raise ValueError(f"invalid --set {shown!r}: {name} is a mapping: set one key with "
                                  f"--set {name}.KEY=VALUE, or give a mapping such as {name}={{key: value}}")
             out.setdefault(name, {}).update({sub: value} if dot else value)
         else:
@@ -245,7 +248,10 @@ def _config_from_args(args: argparse.Namespace):
         except OSError as exc:
             raise ValueError(f"--config {args.config}: cannot read it ({exc.strerror or exc})") from None
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            raise ValueError(f"--config {args.config} is not valid YAML: {exc}") from None
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            raise ValueError(f"--config {args.config} is not valid YAML{where}: "
+                             f"{getattr(exc, 'problem', None) or exc}") from None
         if not isinstance(file_fields, dict):
             raise ValueError(f"--config {args.config}: expected a mapping of field: value")
     config = config_class(args.algo)()  # imports TensorFlow
@@ -326,13 +332,6 @@ def _should_stop(rules: dict[str, float], result: dict[str, Any]) -> bool:
     )
 
 
-@runtime_checkable
-class _WaitsOnServices(Protocol):
-    """An algorithm whose train() can wait on an outside service (DQN's Redis): told when the run ends."""
-
-    def set_deadline(self, deadline: float | None) -> None: ...
-
-
 def _train(args: argparse.Namespace, config, process_start: float) -> int:
     from relayrl.metrics import diagnose
     from relayrl.progress import Progress
@@ -366,7 +365,7 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
         progress.note(f"Ray dashboard: {algo.dashboard_url} (token auth: see ~/.ray/auth_token)")
     elif config.dashboard:
         progress.note("no Ray dashboard: it needs --workers >= 1 and a Ray started by relayrl")
-    if "time" in rules and isinstance(algo, _WaitsOnServices):  # train() ends in time even if a service hangs
+    if "time" in rules:  # train() ends in time even if a service it waits on hangs
         algo.set_deadline(time.monotonic() + rules["time"] - algo.time_total_s)
     time_to_solve, result = None, None
     phase_totals = dict.fromkeys(("sample", "learn", "sync", "wait", "all"), 0.0)

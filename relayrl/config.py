@@ -17,6 +17,8 @@ from typing import Any, Callable, ClassVar
 
 from relayrl import checks as C
 
+# Fields never shown or written: check messages say ***; config.json, run records and --print-config drop them.
+SECRET_FIELDS = ("redis_password",)
 GROUPS = ("environment", "rollouts", "resources", "training", "debugging", "reporting", "fault_tolerance")
 _CALLABLE_PREFIX = "callable:"
 
@@ -129,7 +131,8 @@ class Config:
         check: C.Check = self._field(name).metadata["check"]
         problem = check(value)
         if problem is not None:
-            raise ValueError(f"{type(self).__name__}.{name} = {value!r} is invalid: {problem}")
+            shown = "***" if name in SECRET_FIELDS else repr(value)
+            raise ValueError(f"{type(self).__name__}.{name} = {shown} is invalid: {problem}")
 
     def _field(self, name: str) -> dataclasses.Field:
         return {f.name: f for f in dataclasses.fields(self)}[name]

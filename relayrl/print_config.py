@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from relayrl.checkpoint import SECRET_FIELDS
+from relayrl.config import SECRET_FIELDS
 
 
 def mask_set_item(item: str) -> str:

@@ -55,14 +55,6 @@ class DQNConfig(EpsilonGreedyConfig):
 
         return self.redis_password or os.environ.get("RELAYRL_REDIS_PASSWORD")
 
-    def _check_field(self, name: str, value: Any) -> None:
-        from relayrl.checkpoint import SECRET_FIELDS
-
-        check = self._field(name).metadata["check"]
-        if name in SECRET_FIELDS and check(value) is not None:  # the generic message would show the value
-            raise ValueError(f"{type(self).__name__}.{name} = *** is invalid: {check(value)}")
-        super()._check_field(name, value)
-
     def validate(self) -> None:
         from relayrl.replay.redis_replay import parse_address
 

@@ -1,4 +1,4 @@
-"""Secrets (checkpoint.SECRET_FIELDS: the Redis password) never appear in what the CLI prints:
+"""Secrets (config.SECRET_FIELDS: the Redis password) never appear in what the CLI prints:
 `--print-config` shows `***` in its `# --set:` line and null in its body; a refused value is not echoed."""
 import pytest
 import yaml
@@ -43,3 +43,10 @@ def test_mask_set_item():
     assert mask_set_item(f"redis_password={SECRET}") == "redis_password=***"
     assert mask_set_item("redis_password=") == "redis_password=***"
     assert mask_set_item("lr=0.1") == "lr=0.1" and mask_set_item("redis_password") == "redis_password"
+
+
+@pytest.mark.parametrize("item", [f"redis_password=[{SECRET}", f"redis_password=\x1f{SECRET}"])
+def test_a_set_item_that_is_not_yaml_is_refused_without_echoing_the_password(capsys, item):
+    assert cli.main(["train", "dqn", "CartPole-v1", "--set", item, "--print-config"]) == 2
+    err = capsys.readouterr().err
+    assert SECRET not in err and err.startswith("relayrl: error: invalid --set 'redis_password=***'"), err
