@@ -4,18 +4,24 @@ The env id (or `module:EnvId`, imported first) only supplies the observation and
 Config comes from the tuned file for (ALGO, env), then --config, then --set, as for `relayrl train`.
 The URL served on is printed to stderr as `relayrl: serving ALGO on http://HOST:PORT`; with --json the
 last stdout line is the final result. A shared-secret token is read from $RELAYRL_SERVER_TOKEN.
+Every limit of `ServerLimits` is a flag (--max-episodes, --episode-timeout-s, --max-connections,
+--read-timeout-s); a bad value exits 2 with one line naming the flag and what is allowed.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import importlib
 import json
 import os
 import signal
 import sys
 import time
+from typing import Any, Callable
 
+from relayrl import checks
 from relayrl.policy_server.client import TOKEN_ENV
+from relayrl.policy_server.limits import ServerLimits, flag
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -29,7 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--host", default="127.0.0.1", help="address to bind; anything but loopback needs a token")
     s.add_argument("--codec", default=None, metavar="MODULE:CLASS", help="TextCodec for Text observation / action spaces")
     s.add_argument("--seed", type=int, default=None)
-    s.add_argument("--batch-wait-ms", type=float, default=2.0, help="longest wait to batch inference requests")
+    s.add_argument("--batch-wait-ms", type=_checked(float, checks.number(0, 1000)), default=2.0,
+                   help="longest wait to batch inference requests")
+    for f in dataclasses.fields(ServerLimits):
+        s.add_argument(flag(f.name), type=_checked({"int": int, "float": float}[f.type], ServerLimits.CHECKS[f.name]),
+                       default=f.default, help=f"{ServerLimits.HELP[f.name]} (default {f.default:g})")
     s.add_argument("--stop-reward", type=float, default=None)
     s.add_argument("--stop-timesteps", type=int, default=None)
     s.add_argument("--stop-iters", type=int, default=None)
@@ -38,6 +48,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--json", action="store_true", help="last stdout line: the final result as one JSON object")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
     s.set_defaults(handler=run)
+
+
+def _checked(parse: Callable[[str], Any], check: checks.Check) -> Callable[[str], Any]:
+    """An argparse type: parse, then check (argparse reports the problem on one line naming the flag)."""
+    def convert(text: str) -> Any:
+        try:
+            value = parse(text)
+        except ValueError:
+            value = text
+        problem = check(value)
+        if problem is not None:
+            raise argparse.ArgumentTypeError(f"{problem}, got {text!r}")
+        return value
+
+    convert.__name__ = parse.__name__
+    return convert
 
 
 # Algorithms whose training path takes the server's on-policy fragments (GAE columns)
@@ -93,8 +119,9 @@ def run(args: argparse.Namespace) -> int:
     start = time.time()
     try:
         config, codec = _build_config(args)
+        limits = ServerLimits(**{f.name: getattr(args, f.name) for f in dataclasses.fields(ServerLimits)})
         served = ServedAlgorithm(config, codec, args.host, args.port, os.environ.get(TOKEN_ENV) or None,
-                                 max_wait_s=args.batch_wait_ms / 1000.0).start()
+                                 max_wait_s=args.batch_wait_ms / 1000.0, limits=limits).start()
     except (ValueError, OSError) as exc:
         return _fail(EXIT_BAD_INPUT, str(exc))
     progress = Progress(enabled=not args.quiet)

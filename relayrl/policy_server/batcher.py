@@ -98,12 +98,20 @@ class InferenceBatcher:
                 self.policy.set_weights(weights, version)
             p = self.policy
             x = np.stack([r.x for r in batch])
-            actions, dist_inputs = p.sample_step(x, p.draw_noise(1, len(batch))[0])
-            logp = p.log_prob(dist_inputs, actions)
-            values = p.net.value(x).astype(np.float32)
+            with np.errstate(over="ignore", invalid="ignore"):  # overflowing rows are refused below
+                actions, dist_inputs = p.sample_step(x, p.draw_noise(1, len(batch))[0])
+                logp = p.log_prob(dist_inputs, actions)
+                values = p.net.value(x).astype(np.float32)
             env_actions = p.env_actions(actions)
+            # a finite observation can still be too large for the network (float32 overflow in a layer)
+            finite = np.isfinite(logp) & np.isfinite(values)
+            finite &= np.isfinite(np.asarray(env_actions, np.float64).reshape(len(batch), -1)).all(axis=1)
             for i, r in enumerate(batch):
-                r.result = (env_actions[i], actions[i], float(logp[i]), float(values[i]), p.version)
+                if finite[i]:
+                    r.result = (env_actions[i], actions[i], float(logp[i]), float(values[i]), p.version)
+                else:
+                    r.error = RequestError(400, "observation: the network's output for it is not finite "
+                                                "(its values are too large for the model)")
         except Exception as exc:  # noqa: BLE001 - reported to every waiting request, the thread lives on
             for r in batch:
                 r.error = exc

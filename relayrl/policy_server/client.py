@@ -14,18 +14,30 @@
 Rewards given to log_returns are summed here and sent with the next get_action / end_episode (one
 round trip per step instead of two); pass `batch_rewards=False` to send each one at once.
 One keep-alive connection per client; use one client per thread.
+
+The server going away is survived: a refused, reset or closed connection (a restart, the server
+closing an idle connection, a full server's 503 with Retry-After) is retried on a fresh connection,
+with backoff from 50 ms to 1 s, for up to `reconnect_s` seconds; after that PolicyServerUnavailable
+(a ConnectionError) is raised. A restarted server does not know the episodes started before: a
+request for one raises EpisodeLostError (as does one for an episode the server evicted or expired),
+and the simulator starts a new episode with the same client. Episodes are never restarted silently:
+the simulator's own state would no longer match the episode the server records.
 """
 from __future__ import annotations
 
 import http.client
 import json
+import math
 import os
+import time
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
 TOKEN_ENV = "RELAYRL_SERVER_TOKEN"
+SERVER_ID_HEADER = "X-Relayrl-Server"  # a new value for every server start
+BACKOFF_S = (0.05, 1.0)  # first and longest wait between reconnect attempts
 
 
 class PolicyServerError(RuntimeError):
@@ -36,24 +48,43 @@ class PolicyServerError(RuntimeError):
         self.status = status
 
 
+class EpisodeLostError(PolicyServerError):
+    """The server no longer has this episode (it restarted, or evicted / expired the episode): start a new one."""
+
+
+class PolicyServerUnavailable(ConnectionError):
+    """No server answered at the address within the client's reconnect budget."""
+
+
 class PolicyClient:
-    def __init__(self, address: str, token: str | None = None, timeout_s: float = 30.0, batch_rewards: bool = True):
+    def __init__(self, address: str, token: str | None = None, timeout_s: float = 30.0, batch_rewards: bool = True,
+                 reconnect_s: float = 10.0):
+        """`timeout_s`: the longest wait for one reply; `reconnect_s`: how long to keep reconnecting to a server
+        that went away before raising PolicyServerUnavailable (0: one immediate retry only)."""
         parts = urlsplit(address if "://" in address else f"http://{address}")
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"PolicyClient address {address!r}: expected http://HOST:PORT")
+        if not _seconds(timeout_s) or timeout_s == 0:
+            raise ValueError(f"PolicyClient timeout_s = {timeout_s!r}: allowed a finite number of seconds > 0")
+        if not _seconds(reconnect_s):
+            raise ValueError(f"PolicyClient reconnect_s = {reconnect_s!r}: allowed a finite number of seconds >= 0")
         self.host, self.port = parts.hostname, parts.port or 80
-        self.timeout_s = timeout_s
+        self.timeout_s, self.reconnect_s = timeout_s, reconnect_s
         token = token if token is not None else os.environ.get(TOKEN_ENV)
         self._headers = {"Content-Type": "application/json"}
         if token:
             self._headers["Authorization"] = f"Bearer {token}"
         self.batch_rewards = batch_rewards
         self._unsent: dict[str, float] = {}
+        self._episodes: dict[str, str | None] = {}  # open episode id -> id of the server it was started on
+        self.server_id: str | None = None  # of the server that answered last
         self._conn: http.client.HTTPConnection | None = None
 
     # ------------------------------------------------------------------ the RLlib-shaped API
     def start_episode(self, episode_id: str | None = None) -> str:
-        return self._post("/start_episode", {"episode_id": episode_id})["episode_id"]
+        episode_id = self._post("/start_episode", {"episode_id": episode_id})["episode_id"]
+        self._episodes[episode_id] = self.server_id
+        return episode_id
 
     def get_action(self, episode_id: str, observation: Any) -> Any:
         body = {"episode_id": episode_id, "observation": observation}
@@ -70,6 +101,7 @@ class PolicyClient:
         body = {"episode_id": episode_id, "observation": observation, "truncated": bool(truncated)}
         self._attach_reward(episode_id, body)
         self._post("/end_episode", body)
+        self._episodes.pop(episode_id, None)
 
     def status(self) -> dict:
         return self._request("GET", "/status", None)
@@ -85,25 +117,76 @@ class PolicyClient:
             body["reward"] = self._unsent.pop(episode_id)
 
     def _post(self, path: str, body: dict) -> dict:
-        return self._request("POST", path, json.dumps(body, default=_to_json).encode())
+        try:
+            return self._request("POST", path, json.dumps(body, default=_to_json, allow_nan=False).encode())
+        except PolicyServerError as exc:
+            episode_id = body.get("episode_id")
+            if exc.status not in (404, 410) or path == "/start_episode" or episode_id not in self._episodes:
+                raise
+            started_on = self._episodes.pop(episode_id)
+            self._unsent.pop(episode_id, None)
+            if exc.status == 404 and started_on is not None and started_on != self.server_id:
+                raise EpisodeLostError(404, f"episode {episode_id!r} was lost: the server restarted since it began "
+                                            f"and does not know it; start a new episode") from None
+            raise EpisodeLostError(exc.status, str(exc).removeprefix(f"HTTP {exc.status}: ")) from None
 
     def _request(self, method: str, path: str, data: bytes | None) -> dict:
-        for attempt in (0, 1):  # one retry on a fresh connection if the kept-alive one was closed
-            if self._conn is None:
-                self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        """One request; on a connection failure retried on fresh connections until reconnect_s has passed."""
+        deadline, wait = None, BACKOFF_S[0]
+        while True:
             try:
-                self._conn.request(method, path, body=data, headers=self._headers)
-                response = self._conn.getresponse()
-                payload = response.read()
-                break
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                self.close()
-                if attempt == 1:
-                    raise
-        reply = json.loads(payload) if payload else {}
-        if response.status != 200:
-            raise PolicyServerError(response.status, reply.get("error", payload.decode(errors="replace")))
+                status, payload, retry = self._exchange(method, path, data)
+                if not retry:
+                    break
+                failure: Exception = PolicyServerError(status, _error_text(payload))
+            except ConnectionError as exc:  # refused, reset, broken pipe, closed before a reply
+                failure = exc
+            self.close()
+            now = time.monotonic()
+            if deadline is None:  # the first retry is immediate: usually the server closed an idle connection
+                deadline = now + self.reconnect_s
+                continue
+            if now + wait > deadline:
+                if isinstance(failure, PolicyServerError):
+                    raise failure
+                raise PolicyServerUnavailable(f"no policy server answered at {self.host}:{self.port} for "
+                                              f"{self.reconnect_s:g} s ({type(failure).__name__}: {failure})") from failure
+            time.sleep(wait)
+            wait = min(2 * wait, BACKOFF_S[1])
+        try:
+            reply = json.loads(payload) if payload else {}
+        except ValueError:
+            reply = None
+        if status != 200 or not isinstance(reply, dict):
+            raise PolicyServerError(status, _error_text(payload))
         return reply
+
+    def _exchange(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes, bool]:
+        """(status, body, whether to retry: a full server's 503 with Retry-After) on the kept-alive connection."""
+        if self._conn is None:
+            self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        try:
+            self._conn.request(method, path, body=data, headers=self._headers)
+            response = self._conn.getresponse()
+            payload = response.read()
+        except BaseException:
+            self.close()  # the connection is in an unknown state (half a reply, a timeout): never reuse it
+            raise
+        self.server_id = response.getheader(SERVER_ID_HEADER) or self.server_id
+        if response.will_close:
+            self.close()
+        return response.status, payload, response.status == 503 and response.getheader("Retry-After") is not None
+
+
+def _seconds(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+
+
+def _error_text(payload: bytes) -> str:
+    try:
+        return str(json.loads(payload)["error"])
+    except (ValueError, KeyError, TypeError):
+        return payload[:500].decode(errors="replace")
 
 
 def _to_json(value: Any) -> Any:

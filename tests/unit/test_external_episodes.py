@@ -66,7 +66,8 @@ def test_silent_episodes_expire_and_keep_their_complete_steps():
     episodes.start_episode("b")  # the sweep runs here
     status = episodes.status()
     assert status["open_episodes"] == 1 and status["expired_episodes"] == 1
-    with pytest.raises(RequestError, match="unknown episode_id 'a'") as info:
+    assert status["complete_steps_waiting"] == 1  # kept; the step awaiting its outcome is gone
+    with pytest.raises(RequestError, match="episode 'a' expired after 0.01 s without a request") as info:
         episodes.get_action(a, np.zeros(1, np.float32))
-    assert info.value.status == 404
+    assert info.value.status == 410
     episodes.stop()
