@@ -115,6 +115,7 @@ class ServedAlgorithm:
         self.algo.learner.set_weights(weights)
         for variable, value in zip(self._optimizer_variables(), optimizer_values):
             variable.assign(value)
+        self.algo.timers.pop()  # the undone iteration's phase times must not add to the next one's
         self.dropped_batches += 1
         logging.getLogger("relayrl.policy_server").warning(
             "policy server: iteration %d's update was not finite (%s); its batch is dropped and the previous "

@@ -97,6 +97,12 @@ def reward(value: Any, name: str = "reward") -> float:
     return float(value)
 
 
+def _not_a_number(where: str, value: Any) -> str:
+    if isinstance(value, Unrepresentable):
+        return f"{where} = {value!r} is not a finite number within float32's range (|x| <= {F32_MAX:.4g})"
+    return f"{where} must be a number, got {_short(value)}"
+
+
 def flag(body: dict, name: str) -> bool:
     value = field(body, name, required=False, default=False)
     if not isinstance(value, bool):
@@ -157,7 +163,7 @@ def box_array(value: Any, space: gym.spaces.Box, what: str) -> np.ndarray:
     leaves = _leaves(value, space, what)
     for i, x in enumerate(leaves):
         if not is_number(x):
-            raise RequestError(400, f"{what}{_index(i, space.shape)} must be a number, got {_short(x)}")
+            raise RequestError(400, _not_a_number(what + _index(i, space.shape), x))
     if np.issubdtype(space.dtype, np.integer):
         low, high = space.low.reshape(-1).tolist(), space.high.reshape(-1).tolist()
         for i, x in enumerate(leaves):

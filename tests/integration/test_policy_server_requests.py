@@ -72,7 +72,7 @@ def test_wrong_observations_and_rewards_name_the_problem(served):
         assert status == 400 or (status == 409 and "no action yet" in message), (path, body, payload)
         assert message in payload["error"], (path, body, payload)
     status, payload = raw(served, "POST", "/get_action", b'{"episode_id": "%s", "observation": [NaN, 0, 0, 0]}' % eid.encode())
-    assert status == 400 and "observation[0] must be a number, got NaN" in payload["error"]
+    assert status == 400 and "observation[0] = NaN is not a finite number" in payload["error"]
     # the episode is unharmed by all of that, and the server still serves
     status, payload = post(served, "/get_action", {"episode_id": eid, "observation": [0.0, 0.0, 0.0, 0.0]})
     assert status == 200 and payload["action"] in (0, 1)

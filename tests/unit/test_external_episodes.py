@@ -1,6 +1,7 @@
 """ExternalEpisodes (the policy server's runtime) builds the same advantages as a naive per-episode
 GAE loop: terminated ends the return, truncated bootstraps from V(final obs), and a cut in the
 middle of an open episode bootstraps from V(next obs) and keeps the open step for later."""
+import threading
 import time
 
 import numpy as np
@@ -70,4 +71,69 @@ def test_silent_episodes_expire_and_keep_their_complete_steps():
     with pytest.raises(RequestError, match="episode 'a' expired after 0.01 s without a request") as info:
         episodes.get_action(a, np.zeros(1, np.float32))
     assert info.value.status == 410
+    episodes.stop()
+
+
+def test_a_full_server_evicts_the_episode_idle_longest_and_says_so():
+    episodes = constant_value_episodes(train_batch_size=100)
+    episodes.max_episodes = 3
+    a, b, c = (episodes.start_episode(name) for name in ("a", "b", "c"))
+    play(episodes, a, 2)  # a is now the most recently active; b the idlest
+    episodes.start_episode("d")
+    assert episodes.status()["evicted_episodes"] == 1 and episodes.status()["open_episodes"] == 3
+    with pytest.raises(RequestError, match="episode 'b' was evicted: the server holds at most 3 open episodes") as info:
+        episodes.log_returns(b, 1.0)
+    assert info.value.status == 410
+    episodes.start_episode("e")  # c goes next; a, which is being played, stays
+    play(episodes, a, 1)
+    with pytest.raises(RequestError, match="episode 'c' was evicted"):
+        episodes.get_action(c, np.zeros(1, np.float32))
+    assert episodes.start_episode("b") == "b"  # an evicted id can be started afresh (evicting d)
+    assert episodes.status()["evicted_episodes"] == 3
+    # a's complete steps survived all that; no step of an evicted episode was completed
+    assert episodes.status()["complete_steps_waiting"] == 2
+    episodes.stop()
+
+
+def test_unlearnable_episode_steps_are_dropped_with_a_warning_and_the_rest_learned(caplog):
+    """Rewards each finite in float32 whose advantages would overflow the update's squares (1e20 per step),
+    or whose return itself overflows (3e38 twice): those episodes are dropped by name, the others learned."""
+    episodes = constant_value_episodes(train_batch_size=4)
+    x = np.zeros(1, np.float32)
+    for eid, reward in (("large", 1e20), ("overflowing", 3e38)):
+        episodes.start_episode(eid)
+        episodes.get_action(eid, x)
+        episodes.get_action(eid, x + 1, reward=reward)
+        episodes.end_episode(eid, x + 2, reward=reward)
+    fine = episodes.start_episode("fine")
+    play(episodes, fine, 2, "terminated")
+    with caplog.at_level("WARNING", logger="relayrl.policy_server"):
+        result = {}
+        sampler = threading.Thread(target=lambda: result.update(fragment=episodes.sample()[0]))
+        sampler.start()  # 6 complete steps wait, 4 are dropped: sample() waits for 2 more
+        time.sleep(0.3)
+        assert sampler.is_alive()
+        more = episodes.start_episode("more")
+        play(episodes, more, 2, "truncated")
+        sampler.join(timeout=10)
+    fragment = result["fragment"]
+    expected = episode_advantages(2, terminated=True) + episode_advantages(2, terminated=False)
+    np.testing.assert_allclose(fragment.data["advantages"], expected, rtol=1e-5)
+    assert sorted(fragment.episode_returns.tolist()) == [2.0, 2.0]  # the dropped episodes' returns are not reported
+    assert episodes.status()["dropped_steps"] == 4
+    warnings = [r.getMessage() for r in caplog.records if "dropping" in r.getMessage()]
+    assert len(warnings) == 2 and "episode 'large'" in warnings[0] and "episode 'overflowing'" in warnings[1]
+    assert "beyond +-" in warnings[0] and "advantages reach inf" in warnings[1]
+    episodes.stop()
+
+
+def test_rewards_adding_up_past_float32_within_one_step_are_refused():
+    episodes = constant_value_episodes(train_batch_size=100)
+    eid = episodes.start_episode()
+    episodes.get_action(eid, np.zeros(1, np.float32))
+    episodes.log_returns(eid, 3e38)
+    with pytest.raises(RequestError, match="rewards since the last action add up to 6e\\+38, beyond float32") as info:
+        episodes.log_returns(eid, 3e38)
+    assert info.value.status == 400
+    episodes.log_returns(eid, -3e38)  # the refused reward was not added
     episodes.stop()
