@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -20,7 +21,7 @@ def start_server(tmp_path, *args):
                             stdout=subprocess.PIPE, stderr=err.open("w"), text=True, env=ENV, cwd=ROOT)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
-        match = re.search(r"serving \S+ on (http://127\.0\.0\.1:\d+)", err.read_text())
+        match = re.search(r"serving \S+ on (http://\S+:\d+)", err.read_text())
         if match:
             return proc, match.group(1), err
         time.sleep(0.1)
@@ -59,6 +60,19 @@ def test_four_client_processes_train_ppo_on_cartpole_to_400(tmp_path):
     (["serve", "ppo", "--env", "CartPol-v1"], "unknown environment id 'CartPol-v1'"),
     (["serve", "ppo", "--env", "no_such_module:X-v0"], "cannot import 'no_such_module'"),
     (["serve", "ppo", "--env", "text_commands:TextCommands-v0"], "is Text: pass a codec"),
+    (["serve", "ppo", "--env", "CartPole-v1", "--max-episodes", "0"],
+     "argument --max-episodes: allowed: an integer >= 1 and <= 10000000, got '0'"),
+    (["serve", "ppo", "--env", "CartPole-v1", "--max-episodes", "lots"], "argument --max-episodes: allowed: an integer"),
+    (["serve", "ppo", "--env", "CartPole-v1", "--episode-timeout-s", "-1"],
+     "argument --episode-timeout-s: allowed: a finite number > 0 and <= 86400.0, got '-1'"),
+    (["serve", "ppo", "--env", "CartPole-v1", "--episode-timeout-s", "inf"], "argument --episode-timeout-s: allowed"),
+    (["serve", "ppo", "--env", "CartPole-v1", "--max-connections", "1e3"],
+     "argument --max-connections: allowed: an integer >= 1 and <= 65536, got '1e3'"),
+    (["serve", "ppo", "--env", "CartPole-v1", "--read-timeout-s", "nan"],
+     "argument --read-timeout-s: allowed: a finite number > 0 and <= 86400.0, got 'nan'"),
+    (["serve", "ppo", "--env", "CartPole-v1", "--read-timeout-s", "0"], "argument --read-timeout-s: allowed"),
+    (["serve", "ppo", "--env", "CartPole-v1", "--batch-wait-ms", "-3"],
+     "argument --batch-wait-ms: allowed: a finite number >= 0 and <= 1000, got '-3'"),
 ])
 def test_serve_bad_input_is_one_line_on_stderr_and_exit_2(args, message):
     env = dict(ENV, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'examples'}")
@@ -68,3 +82,56 @@ def test_serve_bad_input_is_one_line_on_stderr_and_exit_2(args, message):
     lines = [line for line in proc.stderr.splitlines() if line.startswith("relayrl")]
     assert len(lines) == 1 and message in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_serve_outlives_poisoned_data_on_ipv6_loopback_with_every_limit_set(tmp_path):
+    """`relayrl serve` with each limit flag, on ::1 where the machine has it: a client sends rewards that
+    overflow float32 (refused) and whose squares would overflow the update (dropped with a warning); the
+    server trains its 3 iterations on the rest and exits 0 by itself."""
+    from relayrl.policy_server import PolicyClient, PolicyServerError
+
+    host = "::1" if socket.has_ipv6 and _binds("::1") else "127.0.0.1"
+    server, url, err = start_server(tmp_path, "ppo", "--env", "CartPole-v1", "--host", host, "--seed", "0",
+                                    "--set", "train_batch_size=64", "--set", "sgd_minibatch_size=32",
+                                    "--max-episodes", "100", "--episode-timeout-s", "60", "--max-connections", "16",
+                                    "--read-timeout-s", "5", "--stop-iters", "3", "--json", "--quiet")
+    client = PolicyClient(url, reconnect_s=2)
+    try:
+        eid = client.start_episode()
+        client.get_action(eid, [0.0] * 4)
+        client.log_returns(eid, 1e39)
+        with pytest.raises(PolicyServerError, match="reward must be a number within float32's range"):
+            client.get_action(eid, [0.0] * 4)
+        for _ in range(10):
+            client.get_action(eid, [0.0] * 4)
+            client.log_returns(eid, 1e20)
+        client.end_episode(eid, [0.0] * 4)
+        try:
+            while True:  # ordinary episodes until the server has trained 3 iterations and gone
+                eid = client.start_episode()
+                for _ in range(50):
+                    client.get_action(eid, [0.01, 0.0, 0.0, 0.0])
+                    client.log_returns(eid, 1.0)
+                client.end_episode(eid, [0.0] * 4, truncated=True)
+        except ConnectionError:
+            pass
+        out, _ = server.communicate(timeout=60)
+    finally:
+        client.close()
+        if server.poll() is None:
+            server.kill()
+    log = err.read_text()
+    assert server.returncode == 0, log[-2000:]
+    assert f"serving ppo on http://{'[::1]' if host == '::1' else host}:" in log
+    assert "dropping 11 steps of episode" in log and "Traceback" not in log, log[-2000:]
+    final = json.loads(out.strip().splitlines()[-1])
+    assert final["training_iteration"] == 3 and final["weights_version"] == 3
+
+
+def _binds(host: str) -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as sock:
+            sock.bind((host, 0))
+        return True
+    except OSError:
+        return False
