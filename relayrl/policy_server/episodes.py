@@ -42,6 +42,7 @@ from relayrl.rollout import batch_spec
 from relayrl.types import Fragment
 
 log = logging.getLogger("relayrl.policy_server")
+RETIRED_REMEMBERED = 10_000  # evicted / expired ids answered 410 with the reason (older ones: 404)
 
 
 class ServerStopped(RuntimeError):
@@ -87,7 +88,7 @@ class ExternalEpisodes:
         self._batch_spec = batch_spec(spec)
         self._cond = threading.Condition()
         self._episodes: OrderedDict[str, _Episode] = OrderedDict()  # least recently active first
-        self._retired: OrderedDict[str, str] = OrderedDict()  # evicted / expired id -> why (a bounded memory)
+        self._retired: OrderedDict[str, str] = OrderedDict()  # evicted / expired id -> why, oldest first
         self._ended: list[_Episode] = []  # ended (or retired) episodes whose steps were not cut yet
         self._finished: list[_Episode] = []  # ended episodes whose return is reported with the next fragment
         self._complete_steps = 0
@@ -260,7 +261,7 @@ class ExternalEpisodes:
         if ep.steps:
             self._ended.append(ep)
         self._retired[episode_id] = why
-        if len(self._retired) > max(1000, self.max_episodes):
+        if len(self._retired) > RETIRED_REMEMBERED:
             self._retired.popitem(last=False)
 
     def _claim(self, episode_id: str, reward: float | None) -> _Episode:

@@ -216,7 +216,8 @@ class _DeadlineReader(io.RawIOBase):
             self.handler.connection.settimeout(remaining)
             return self.handler.connection.recv_into(buffer)
         except TimeoutError:
-            self.handler.server_app.timed_out += 1
+            with self.handler.server_app.connections_lock:  # many connections may time out at once
+                self.handler.server_app.timed_out += 1
             raise
 
 
