@@ -26,6 +26,8 @@ from relayrl.policy_server.limits import ServerLimits, flag
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the `serve` subcommand (cli.py calls this; `args.handler` runs it)."""
+    from relayrl.cli import add_stop_args, int_at_least
+
     s = sub.add_parser("serve", help="serve a policy to external simulators over HTTP and train it")
     s.add_argument("algo", help="algorithm name, e.g. ppo")
     s.add_argument("--env", required=True, help="gymnasium env id whose spaces the clients use (module:EnvId imports module)")
@@ -34,16 +36,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--port", type=int, default=9900, help="TCP port (0 = any free port)")
     s.add_argument("--host", default="127.0.0.1", help="address to bind; anything but loopback needs a token")
     s.add_argument("--codec", default=None, metavar="MODULE:CLASS", help="TextCodec for Text observation / action spaces")
-    s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--seed", type=int_at_least(0), default=None)
     s.add_argument("--batch-wait-ms", type=_checked(float, checks.number(0, 1000)), default=2.0,
                    help="longest wait to batch inference requests")
     for f in dataclasses.fields(ServerLimits):
-        s.add_argument(flag(f.name), type=_checked({"int": int, "float": float}[f.type], ServerLimits.CHECKS[f.name]),
-                       default=f.default, help=f"{ServerLimits.HELP[f.name]} (default {f.default:g})")
-    s.add_argument("--stop-reward", type=float, default=None)
-    s.add_argument("--stop-timesteps", type=int, default=None)
-    s.add_argument("--stop-iters", type=int, default=None)
-    s.add_argument("--stop-time", type=float, default=None, help="seconds of serving")
+        parse = {"int": int, "float": float}[f.type]
+        s.add_argument(flag(f.name), type=_checked(parse, ServerLimits.CHECKS[f.name]), default=f.default,
+                       help=f"{ServerLimits.HELP[f.name]} (default {f.default:g})")
+    add_stop_args(s)
     s.add_argument("--logdir", default=None, help="TensorBoard directory (default: none)")
     s.add_argument("--json", action="store_true", help="last stdout line: the final result as one JSON object")
     s.add_argument("--quiet", action="store_true", help="no progress lines")
@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _checked(parse: Callable[[str], Any], check: checks.Check) -> Callable[[str], Any]:
-    """An argparse type: parse, then check (argparse reports the problem on one line naming the flag)."""
+    """An argparse type: parse, then a config-style check with its bounds (argparse names the flag)."""
     def convert(text: str) -> Any:
         try:
             value = parse(text)
@@ -59,7 +59,7 @@ def _checked(parse: Callable[[str], Any], check: checks.Check) -> Callable[[str]
             value = text
         problem = check(value)
         if problem is not None:
-            raise argparse.ArgumentTypeError(f"{problem}, got {text!r}")
+            raise argparse.ArgumentTypeError(f"{text!r} is invalid: {problem}")
         return value
 
     convert.__name__ = parse.__name__

@@ -49,7 +49,7 @@ class PolicyServerError(RuntimeError):
 
 
 class EpisodeLostError(PolicyServerError):
-    """The server no longer has this episode (it restarted, or evicted / expired the episode): start a new one."""
+    """The server no longer has this episode (it restarted, or evicted / expired it): start a new one."""
 
 
 class PolicyServerUnavailable(ConnectionError):
@@ -57,17 +57,19 @@ class PolicyServerUnavailable(ConnectionError):
 
 
 class PolicyClient:
-    def __init__(self, address: str, token: str | None = None, timeout_s: float = 30.0, batch_rewards: bool = True,
-                 reconnect_s: float = 10.0):
-        """`timeout_s`: the longest wait for one reply; `reconnect_s`: how long to keep reconnecting to a server
-        that went away before raising PolicyServerUnavailable (0: one immediate retry only)."""
+    def __init__(self, address: str, token: str | None = None, timeout_s: float = 30.0,
+                 batch_rewards: bool = True, reconnect_s: float = 10.0):
+        """`timeout_s`: the longest wait for one reply; `reconnect_s`: how long to keep reconnecting to a
+        server that went away before raising PolicyServerUnavailable (0: one immediate retry only)."""
         parts = urlsplit(address if "://" in address else f"http://{address}")
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"PolicyClient address {address!r}: expected http://HOST:PORT")
         if not _seconds(timeout_s) or timeout_s == 0:
-            raise ValueError(f"PolicyClient timeout_s = {timeout_s!r}: allowed a finite number of seconds > 0")
+            raise ValueError(f"PolicyClient timeout_s = {timeout_s!r}: allowed a finite number of seconds "
+                             f"> 0")
         if not _seconds(reconnect_s):
-            raise ValueError(f"PolicyClient reconnect_s = {reconnect_s!r}: allowed a finite number of seconds >= 0")
+            raise ValueError(f"PolicyClient reconnect_s = {reconnect_s!r}: allowed a finite number of "
+                             f"seconds >= 0")
         self.host, self.port = parts.hostname, parts.port or 80
         self.timeout_s, self.reconnect_s = timeout_s, reconnect_s
         token = token if token is not None else os.environ.get(TOKEN_ENV)
@@ -126,8 +128,8 @@ class PolicyClient:
             started_on = self._episodes.pop(episode_id)
             self._unsent.pop(episode_id, None)
             if exc.status == 404 and started_on is not None and started_on != self.server_id:
-                raise EpisodeLostError(404, f"episode {episode_id!r} was lost: the server restarted since it began "
-                                            f"and does not know it; start a new episode") from None
+                raise EpisodeLostError(404, f"episode {episode_id!r} was lost: the server restarted since it "
+                                            f"began and does not know it; start a new episode") from None
             raise EpisodeLostError(exc.status, str(exc).removeprefix(f"HTTP {exc.status}: ")) from None
 
     def _request(self, method: str, path: str, data: bytes | None) -> dict:
@@ -149,8 +151,9 @@ class PolicyClient:
             if now + wait > deadline:
                 if isinstance(failure, PolicyServerError):
                     raise failure
-                raise PolicyServerUnavailable(f"no policy server answered at {self.host}:{self.port} for "
-                                              f"{self.reconnect_s:g} s ({type(failure).__name__}: {failure})") from failure
+                raise PolicyServerUnavailable(
+                    f"no policy server answered at {self.host}:{self.port} for {self.reconnect_s:g} s "
+                    f"({type(failure).__name__}: {failure})") from failure
             time.sleep(wait)
             wait = min(2 * wait, BACKOFF_S[1])
         try:
@@ -162,7 +165,8 @@ class PolicyClient:
         return reply
 
     def _exchange(self, method: str, path: str, data: bytes | None) -> tuple[int, bytes, bool]:
-        """(status, body, whether to retry: a full server's 503 with Retry-After) on the kept-alive connection."""
+        """(status, body, whether to retry: a full server's 503 with Retry-After) on the kept-alive
+        connection."""
         if self._conn is None:
             self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
         try:
@@ -175,11 +179,13 @@ class PolicyClient:
         self.server_id = response.getheader(SERVER_ID_HEADER) or self.server_id
         if response.will_close:
             self.close()
-        return response.status, payload, response.status == 503 and response.getheader("Retry-After") is not None
+        full = response.status == 503 and response.getheader("Retry-After") is not None
+        return response.status, payload, full
 
 
 def _seconds(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    is_number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return is_number and math.isfinite(value) and value >= 0
 
 
 def _error_text(payload: bytes) -> str:

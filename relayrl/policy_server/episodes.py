@@ -80,8 +80,9 @@ class ExternalEpisodes:
                  idle_timeout_s: float = 600.0):
         self.spec, self.train_batch_size, self.gamma, self.lambda_ = spec, train_batch_size, gamma, lambda_
         self.max_episodes, self.idle_timeout_s = max_episodes, idle_timeout_s
-        # |advantage| (= |value target - value|) above this could overflow float32 where the update squares and
-        # sums it over a minibatch (at most train_batch_size rows; 4x for the spread around the mean, 4x margin)
+        # |advantage| (= |value target - value|) above this could overflow float32 where the update squares
+        # and sums it over a minibatch (at most train_batch_size rows; 4x for the spread around the mean, 4x
+        # margin)
         self.advantage_bound = math.sqrt(F32_MAX / (16 * train_batch_size))
         self.expired = self.evicted = self.dropped_steps = 0
         self._last_sweep = time.monotonic()
@@ -166,16 +167,17 @@ class ExternalEpisodes:
             adv = ops.gae(col(reward, np.float32), values, col(next_value, np.float32), col(terminated, bool),
                           col(done, bool), self.gamma, self.lambda_)[:, 0]
             targets = adv + values[:, 0]
-        largest = float(np.max(np.abs(adv))) if np.isfinite(adv).all() and np.isfinite(targets).all() else math.inf
+        finite = np.isfinite(adv).all() and np.isfinite(targets).all()
+        largest = float(np.max(np.abs(adv))) if finite else math.inf
         if largest > self.advantage_bound:
             ep.dropped = True
             self.dropped_steps += len(steps)
-            log.warning("policy server: dropping %d steps of episode %r: their advantages reach %.3g, beyond "
-                        "+-%.3g (rewards too large: the update would overflow float32)", len(steps), ep.episode_id,
-                        largest, self.advantage_bound)
+            log.warning("policy server: dropping %d steps of episode %r: their advantages reach %.3g, "
+                        "beyond +-%.3g (rewards too large: the update would overflow float32)", len(steps),
+                        ep.episode_id, largest, self.advantage_bound)
             return None
-        columns = {"obs": np.stack(x), "actions": np.stack(action), "logp": np.asarray(logp), "vf_preds": values[:, 0],
-                   "advantages": adv, "value_targets": targets}
+        columns = {"obs": np.stack(x), "actions": np.stack(action), "logp": np.asarray(logp),
+                   "vf_preds": values[:, 0], "advantages": adv, "value_targets": targets}
         return {k: v.astype(self._batch_spec[k][1], copy=False) for k, v in columns.items()}, min(version)
 
     # ------------------------------------------------------------------ requests (HTTP handler threads)
@@ -249,11 +251,11 @@ class ExternalEpisodes:
         for episode_id, ep in self._episodes.items():
             if not ep.busy:
                 self.evicted += 1
-                self._retire(episode_id, f"was evicted: the server holds at most {self.max_episodes} open episodes "
-                                         f"and this one had been idle longest")
+                self._retire(episode_id, f"was evicted: the server holds at most {self.max_episodes} open "
+                                         f"episodes and this one had been idle longest")
                 return
-        raise RequestError(503, f"all {len(self._episodes)} open episodes (the server's limit) have a request in "
-                                f"progress: retry shortly")
+        raise RequestError(503, f"all {len(self._episodes)} open episodes (the server's limit) have a "
+                                f"request in progress: retry shortly")
 
     def _retire(self, episode_id: str, why: str) -> None:
         """Close an episode the client did not end: its complete steps stay, its pending step is discarded."""
@@ -269,7 +271,8 @@ class ExternalEpisodes:
         ep = self._episodes.get(episode_id)
         if ep is None:
             if episode_id in self._retired:
-                raise RequestError(410, f"episode {episode_id!r} {self._retired[episode_id]}: start a new episode")
+                why = self._retired[episode_id]
+                raise RequestError(410, f"episode {episode_id!r} {why}: start a new episode")
             raise RequestError(404, f"unknown episode_id {episode_id!r}: start it with /start_episode (or it has ended)")
         if ep.busy:
             raise RequestError(409, f"episode {episode_id!r} already has a request in progress: send one at a time")
@@ -278,8 +281,8 @@ class ExternalEpisodes:
                 raise RequestError(409, f"episode {episode_id!r} has no action yet: a reward follows a /get_action")
             step_reward = ep.open[4] + reward
             if abs(step_reward) > F32_MAX:
-                raise RequestError(400, f"reward: the rewards since the last action add up to {step_reward:.4g}, "
-                                        f"beyond float32's range (|x| <= {F32_MAX:.4g})")
+                raise RequestError(400, f"reward: the rewards since the last action add up to "
+                                        f"{step_reward:.4g}, beyond float32's range (|x| <= {F32_MAX:.4g})")
             ep.open[4] = step_reward
             ep.ep_return += reward
         ep.busy = True

@@ -110,7 +110,8 @@ class PolicyServer:
     def status(self) -> dict:
         merged = {**self.episodes.status(), **self._status(), "open_connections": self.httpd.open_connections,
                   "refused_connections": self.httpd.refused, "timed_out_connections": self.timed_out}
-        return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in merged.items()}  # JSON
+        # JSON has no NaN / Inf: null
+        return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in merged.items()}
 
     # ------------------------------------------------------------------ routes: validated body -> reply
     def _start_episode(self, body: dict) -> dict:
@@ -160,8 +161,8 @@ class _Server(ThreadingHTTPServer):
                 self.open_connections += 1
                 return True
             self.refused += 1
-        _refuse(request, f"the server has {self.max_connections} connections open (its limit, --max-connections): "
-                         f"retry shortly")
+        _refuse(request, f"the server has {self.max_connections} connections open (its limit, "
+                         f"--max-connections): retry shortly")
         return False  # the caller closes it
 
     def process_request(self, request: socket.socket, client_address: Any) -> None:
@@ -189,12 +190,12 @@ class _Server(ThreadingHTTPServer):
 def _refuse(sock: socket.socket, message: str) -> None:
     """503 on a fresh connection without blocking the accepting thread (a full socket buffer drops it)."""
     body = json.dumps({"error": message}).encode()
-    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-            f"Retry-After: 1\r\nConnection: close\r\n\r\n").encode()
+    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n").encode()
     try:
         sock.setblocking(False)
         sock.send(head + body)
-        sock.recv(1 << 16)  # what the client already sent: closing with unread data would reset the connection
+        sock.recv(1 << 16)  # what the client sent already: closing with unread data would reset the link
     except OSError:
         pass
 
@@ -260,15 +261,16 @@ class _Handler(BaseHTTPRequestHandler):
         self._authorize()  # before anything else is said about the request
         route = self.server_app.routes.get(self.path)
         if route is None:
-            raise RequestError(404, f"unknown path {self.path[:200]!r}; allowed: {', '.join(self.server_app.routes)}, "
-                                    f"GET /status")
+            allowed = ", ".join(self.server_app.routes)
+            raise RequestError(404, f"unknown path {self.path[:200]!r}; allowed: {allowed}, GET /status")
         return route(wire.parse_body(raw))
 
     def _get(self) -> dict:
         self._authorize()
         if self.path != "/status":
+            routes = ", ".join(self.server_app.routes)
             raise RequestError(405 if self.path in self.server_app.routes else 404,
-                               f"GET {self.path[:200]}: use POST for {', '.join(self.server_app.routes)}; GET only /status")
+                               f"GET {self.path[:200]}: use POST for {routes}; GET only /status")
         return self.server_app.status()
 
     def _answer(self, handle: Callable[[], dict]) -> None:
@@ -291,18 +293,20 @@ class _Handler(BaseHTTPRequestHandler):
         if "Transfer-Encoding" in self.headers or len(lengths) != 1:
             self.close_connection = True  # the body's extent is unknown: the connection cannot be reused
             if "Transfer-Encoding" in self.headers:
-                raise RequestError(400, "Transfer-Encoding is not supported: send the body with a Content-Length")
+                raise RequestError(400, "Transfer-Encoding is not supported: send the body with a "
+                                        "Content-Length")
             if not lengths:
                 raise RequestError(411, "a Content-Length header is required")
             raise RequestError(400, f"Content-Length must be given once, got {len(lengths)} headers")
         text = lengths[0].strip()
         if not _CONTENT_LENGTH.fullmatch(text):
             self.close_connection = True
-            raise RequestError(400, f"Content-Length must be a decimal number of bytes (0..{MAX_BODY_BYTES}), "
-                                    f"got {text[:40]!r}")
+            raise RequestError(400, f"Content-Length must be a decimal number of bytes "
+                                    f"(0..{MAX_BODY_BYTES}), got {text[:40]!r}")
         if len(text) > 9 or int(text) > MAX_BODY_BYTES:  # (a 5,000-digit number is not even parsed)
             self.close_connection = True  # the unread body must not be parsed as the next request
-            raise RequestError(413, f"request body of {text[:12]}{'...' * (len(text) > 12)} bytes is over the {MAX_BODY_BYTES} byte limit")
+            shown = text if len(text) <= 12 else text[:12] + "..."
+            raise RequestError(413, f"request body of {shown} bytes is over the {MAX_BODY_BYTES} byte limit")
         length = int(text)
         try:
             raw = self.rfile.read(length)
@@ -312,8 +316,8 @@ class _Handler(BaseHTTPRequestHandler):
                                     f"{self.server_app.limits.read_timeout_s:g} s") from None
         if len(raw) < length:
             self.close_connection = True
-            raise RequestError(400, f"the request body ended after {len(raw)} of the {length} bytes announced "
-                                    f"by Content-Length")
+            raise RequestError(400, f"the request body ended after {len(raw)} of the {length} bytes "
+                                    f"announced by Content-Length")
         return raw
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
@@ -325,7 +329,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _reply(self, status: int, payload: Any) -> None:
         data = json.dumps(payload, allow_nan=False, default=_json_default).encode()
-        self.connection.settimeout(self.server_app.limits.read_timeout_s)  # a client that never reads is let go
+        self.connection.settimeout(self.server_app.limits.read_timeout_s)  # one that never reads is let go
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))

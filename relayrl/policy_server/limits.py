@@ -23,8 +23,8 @@ class ServerLimits:
     episode_timeout_s: float = 600.0
     # concurrent connections (one thread each); over it a new connection gets 503 + Retry-After and is closed
     max_connections: int = 512
-    # a request (headers and body together) must arrive within this long of the server starting to wait for it,
-    # idle keep-alive time included: a stalled or slow-dripping connection is closed after it
+    # a request (headers and body together) must arrive within this long of the server starting to wait for
+    # it, idle keep-alive time included: a stalled or slow-dripping connection is closed after it
     read_timeout_s: float = 10.0
 
     CHECKS: ClassVar[dict[str, C.Check]] = {

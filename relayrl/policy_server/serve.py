@@ -74,7 +74,8 @@ class ServedAlgorithm:
         self.algo = algorithm_class(config.algo_name)(config, workers_factory=episodes_runtime)
         try:
             wire_codec = SpaceCodec(raw_obs_space, raw_action_space, self.algo.spec, codec)
-            self.server = PolicyServer(self.episodes, wire_codec, host, port, token, status=self._status, limits=limits)
+            self.server = PolicyServer(self.episodes, wire_codec, host, port, token, status=self._status,
+                                       limits=limits)
         except BaseException:
             self.algo.stop()
             raise
@@ -132,7 +133,8 @@ class ServedAlgorithm:
     def _status(self) -> dict:
         with self._lock:
             r = dict(self.last_result)
-        status = {k: (None if isinstance(r.get(k), float) and not math.isfinite(r[k]) else r.get(k)) for k in STATUS_KEYS}
+        status = {k: None if isinstance(r.get(k), float) and not math.isfinite(r[k]) else r.get(k)
+                  for k in STATUS_KEYS}
         return {**status, "dropped_batches": self.dropped_batches}
 
     def stop(self) -> None:

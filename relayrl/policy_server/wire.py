@@ -123,14 +123,14 @@ class SpaceCodec:
         space = self.obs_space
         if isinstance(space, gym.spaces.Text):
             if not isinstance(value, str) or not space.contains(value):
-                raise RequestError(400, f"observation must be a string in {space} "
-                                        f"(length {space.min_length}..{space.max_length}), got {_short(value)}")
+                raise RequestError(400, f"observation must be a string in {space} (length "
+                                        f"{space.min_length}..{space.max_length}), got {_short(value)}")
             return self._encoded(np.asarray(self.text.encode_observation(value)))
         if isinstance(space, gym.spaces.Discrete):
             last = int(space.start) + int(space.n) - 1
             if type(value) is not int or not int(space.start) <= value <= last:
-                raise RequestError(400, f"observation must be an integer in [{space.start}, {last}] for {space}, "
-                                        f"got {_short(value)}")
+                raise RequestError(400, f"observation must be an integer in [{space.start}, {last}] for "
+                                        f"{space}, got {_short(value)}")
             return preprocess_obs(self.spec, np.asarray([value - int(space.start)]))[0]
         return preprocess_obs(self.spec, box_array(value, space, "observation")[None])[0]
 
@@ -139,11 +139,12 @@ class SpaceCodec:
         space = self.net_obs_space
         if isinstance(space, gym.spaces.Discrete):
             if array.shape != () or not space.contains(int(array)):
-                raise RequestError(500, f"the codec encoded an observation as {_short(array)}, outside {space}")
+                raise RequestError(500, f"the codec encoded an observation as {_short(array)}, outside "
+                                        f"{space}")
             return preprocess_obs(self.spec, np.asarray([int(array) - int(space.start)]))[0]
         if array.shape != space.shape or not np.isfinite(array.astype(np.float32, copy=False)).all():
-            raise RequestError(500, f"the codec encoded an observation as shape {array.shape} (expected {space.shape}) "
-                                    f"or with values beyond float32")
+            raise RequestError(500, f"the codec encoded an observation as shape {array.shape} (expected "
+                                    f"{space.shape}) or with values beyond float32")
         return preprocess_obs(self.spec, array.astype(space.dtype)[None])[0]
 
     def action(self, action: np.ndarray) -> Any:
@@ -168,8 +169,8 @@ def box_array(value: Any, space: gym.spaces.Box, what: str) -> np.ndarray:
         low, high = space.low.reshape(-1).tolist(), space.high.reshape(-1).tolist()
         for i, x in enumerate(leaves):
             if not low[i] <= x <= high[i] or (type(x) is float and not x.is_integer()):
-                raise RequestError(400, f"{what}{_index(i, space.shape)} must be an integer in [{low[i]}, {high[i]}] "
-                                        f"for {space}, got {_short(x)}")
+                raise RequestError(400, f"{what}{_index(i, space.shape)} must be an integer in "
+                                        f"[{low[i]}, {high[i]}] for {space}, got {_short(x)}")
         return np.asarray([int(x) for x in leaves], space.dtype).reshape(space.shape)
     for i, x in enumerate(leaves):
         if abs(x) > F32_MAX:
@@ -179,7 +180,8 @@ def box_array(value: Any, space: gym.spaces.Box, what: str) -> np.ndarray:
 
 
 def _leaves(value: Any, space: gym.spaces.Box, what: str) -> list:
-    """The entries of a nested list of exactly space.shape, row-major; the first misfit is refused by position."""
+    """The entries of a nested list of exactly space.shape, row-major; the first misfit is refused by
+    position."""
     shape = space.shape
     if shape and type(value) is not list:
         raise RequestError(400, f"{what} must be a nested list of numbers of shape {shape} for {space}, "
@@ -212,5 +214,6 @@ _REPR.maxlevel, _REPR.maxlist, _REPR.maxdict, _REPR.maxstring, _REPR.maxother = 
 
 
 def _short(value: Any) -> str:
-    """A bounded repr of client data: a megabyte list or a 1,000-deep nesting costs no more than a short one."""
+    """A bounded repr of client data: a megabyte list or a 1,000-deep nesting costs no more than a short
+    one."""
     return _REPR.repr(value)

