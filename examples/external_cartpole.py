@@ -14,7 +14,7 @@ import time
 
 import gymnasium as gym
 
-from relayrl.policy_server import PolicyClient, PolicyServerError
+from relayrl.policy_server import EpisodeLostError, PolicyClient, PolicyServerError
 
 
 def run(address: str, seed: int = 0, max_seconds: float = 600.0, max_episodes: int | None = None) -> int:
@@ -26,16 +26,19 @@ def run(address: str, seed: int = 0, max_seconds: float = 600.0, max_episodes: i
     try:
         while time.monotonic() < deadline and (max_episodes is None or episodes < max_episodes):
             episode_id = client.start_episode()
-            while True:
-                action = client.get_action(episode_id, obs)
-                obs, reward, terminated, truncated, _ = env.step(action)
-                client.log_returns(episode_id, reward)
-                if terminated or truncated:
-                    # truncated (the 500-step limit): the server bootstraps from V(obs), as gymnasium means it
-                    client.end_episode(episode_id, obs, truncated=truncated)
-                    obs, _ = env.reset()
-                    episodes += 1
-                    break
+            try:
+                while True:
+                    action = client.get_action(episode_id, obs)
+                    obs, reward, terminated, truncated, _ = env.step(action)
+                    client.log_returns(episode_id, reward)
+                    if terminated or truncated:
+                        # truncated (the 500-step limit): the server bootstraps from V(obs), as gymnasium means it
+                        client.end_episode(episode_id, obs, truncated=truncated)
+                        episodes += 1
+                        break
+            except EpisodeLostError:
+                pass  # the server restarted or evicted this episode while idle: play a new one from a fresh reset
+            obs, _ = env.reset()
     except (ConnectionError, OSError, http.client.HTTPException):
         pass  # the server stopped (e.g. it reached its --stop-reward), possibly cutting a reply short
     except PolicyServerError as exc:
