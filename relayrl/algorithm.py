@@ -251,18 +251,25 @@ class Algorithm:
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
+        """Restore get_state()'s output. From a checkpoint, `state` has passed checkpoint.verify's schema;
+        worker and algorithm-specific parts are checked here against the live objects (CheckpointError)."""
+        from relayrl import state_io
+        from relayrl.checkpoint import CheckpointError, cause
+
+        if self.obs_moments is not None and state.get("obs_moments"):
+            state_io.restore_moments(self.obs_moments, state["obs_moments"], "state.json: obs_moments")
+        state_io.set_generator_state(self.rng, state["rng"], "state.json: rng")
         self.iteration, self.timesteps_total = state["iteration"], state["timesteps_total"]
         self.time_total_s, self.weights_version = state["time_total_s"], state["weights_version"]
-        self.rng.bit_generator.state = state["rng"]
         self.episodes.returns.extend(state["episodes"]["returns"])
         self.episodes.lengths.extend(state["episodes"]["lengths"])
         self.episodes.episodes_total = state["episodes"]["total"]
-        if self.obs_moments is not None and state.get("obs_moments"):
-            self.obs_moments.load(state["obs_moments"])
         set_states = getattr(self.workers, "set_states", None)
         if state.get("workers") and set_states is not None:
             try:
                 set_states(state["workers"])
+            except CheckpointError as exc:  # from this process, or a worker actor's (unwrapped: one line)
+                raise CheckpointError(f"state.json: workers: {cause(exc)}") from None
             except ValueError:
                 pass  # another worker count: workers start from fresh envs (the resume is then not bit-exact)
         self.set_extra_state(state.get("extra") or {})
@@ -292,32 +299,43 @@ class Algorithm:
         return checkpoint.save(self, checkpoint_dir)
 
     def restore(self, checkpoint_dir: str) -> None:
-        """Load a checkpoint written by save() into this (identically configured) algorithm."""
+        """Load a checkpoint written by save() into this (identically configured) algorithm. The checkpoint is
+        data: verified first (manifest, files, schema), nothing in it is imported or called. Raises
+        CheckpointError naming the file; after one, this algorithm is half-restored: build a new one."""
         import os
 
         from relayrl import checkpoint
+        from relayrl.checkpoint import CheckpointError, cause
 
-        state = checkpoint.verify(checkpoint_dir)
-        if state["algo"] != self.config.algo_name:
-            raise checkpoint.CheckpointError(f"checkpoint {checkpoint_dir!r} is a {state['algo']} checkpoint, "
-                                             f"not {self.config.algo_name}")
-        self.learner.restore_checkpoint(os.path.join(checkpoint_dir, "learner"))
-        replay_file = os.path.join(checkpoint_dir, "replay.npz")
-        if os.path.exists(replay_file):
-            with np.load(replay_file) as data:
-                self.load_replay_state({k: data[k] for k in data.files})
-        self.set_state(state)
+        state = checkpoint.verify(checkpoint_dir, algo=self.config.algo_name)
+        try:
+            self.learner.restore_checkpoint(os.path.join(checkpoint_dir, "learner"))
+            replay_file = os.path.join(checkpoint_dir, "replay.npz")
+            if os.path.exists(replay_file):  # listed in the manifest and checked by verify, or refused there
+                self.load_replay_state(checkpoint.read_npz(replay_file, "replay.npz"))
+            self.set_state(state)
+        except CheckpointError as exc:  # a learner actor's error arrives wrapped in Ray's
+            raise CheckpointError(f"checkpoint {checkpoint_dir!r}: {cause(exc)}") from None
         self.workers.sync_weights(self.learner.get_weights(), self.weights_version)
 
     @classmethod
     def from_checkpoint(cls, checkpoint_dir: str, **overrides: Any) -> "Algorithm":
         """Build the algorithm a checkpoint was written by, restore it, and return it. `overrides` are config
-        fields to change (e.g. num_rollout_workers=0 to evaluate on one machine)."""
+        fields to change (e.g. num_rollout_workers=0 to evaluate on one machine). The checkpoint's config.json
+        is data (Config.from_checkpoint_dict): an env stored as a Python callable, or an id gymnasium has not
+        registered, is refused unless you pass `env=`; where to connect, listen or write (address, dashboard,
+        log_dir, Redis) comes from `overrides` or the defaults, never from the checkpoint."""
         from relayrl import checkpoint
         from relayrl.algos import config_class
 
         state = checkpoint.verify(checkpoint_dir)
-        config = config_class(state["algo"]).from_dict(checkpoint.read_config(checkpoint_dir))
+        try:
+            config = config_class(state["algo"]).from_checkpoint_dict(checkpoint.read_config(checkpoint_dir),
+                                                                      supplied=overrides)
+        except checkpoint.CheckpointError:
+            raise
+        except ValueError as exc:
+            raise checkpoint.CheckpointError(f"checkpoint {checkpoint_dir!r}: config.json: {exc}") from None
         config.update_from_dict(overrides)
         algo = config.build()
         try:
@@ -407,10 +425,19 @@ class InProcessReplayCheckpoint:
                 "replay_rng": rng.bit_generator.state if rng is not None else None}
 
     def set_extra_state(self, state: dict[str, Any]) -> None:
+        from relayrl import state_io
+        from relayrl.checkpoint import CheckpointError, shown
+
+        debt = state.get("update_debt", 0.0)
+        if not isinstance(debt, (int, float)) or isinstance(debt, bool) or not 0 <= debt < 1:
+            # the fraction of a gradient step carried over: a huge one would run that many steps at once
+            raise CheckpointError(f"state.json: extra.update_debt = {shown(debt)}: allowed: a number in "
+                                  f"[0, 1)")
+        rng_state = state.get("replay_rng")
+        if rng_state and hasattr(self.replay, "rng"):
+            state_io.set_generator_state(self.replay.rng, rng_state, "state.json: extra.replay_rng")
         super().set_extra_state(state)
-        self._update_debt = state.get("update_debt", 0.0)
-        if state.get("replay_rng") and hasattr(self.replay, "rng"):
-            self.replay.rng.bit_generator.state = state["replay_rng"]
+        self._update_debt = float(debt)
 
     def replay_state(self) -> dict[str, np.ndarray] | None:
         from relayrl.replay import UniformReplay
@@ -418,7 +445,22 @@ class InProcessReplayCheckpoint:
         return self.replay.state() if isinstance(self.replay, UniformReplay) else None
 
     def load_replay_state(self, state: dict[str, np.ndarray]) -> None:
-        from relayrl.replay import UniformReplay
+        from relayrl.replay import PrioritizedReplay, UniformReplay
 
         if isinstance(self.replay, UniformReplay):
+            prioritized = isinstance(self.replay, PrioritizedReplay)
+            check_replay_arrays(state, self.replay.capacity, self.spec, prioritized, "replay.npz")
             self.replay.load_state(state)
+
+
+def check_replay_arrays(arrays: dict[str, np.ndarray], capacity: int, spec: networks.ModelSpec,
+                        prioritized: bool, where: str) -> None:
+    """Refuse (CheckpointError naming `where`) replay arrays that do not fit a buffer of `capacity` rows of
+    the transitions this algorithm's workers send (rollout.batch_spec)."""
+    from relayrl.checkpoint import CheckpointError, replay_problem
+    from relayrl.rollout import batch_spec
+
+    num_actions = int(spec.action_nvec[0]) if spec.action_kind == "categorical" else None
+    problem = replay_problem(arrays, capacity, batch_spec(spec, "transitions"), prioritized, num_actions)
+    if problem is not None:
+        raise CheckpointError(f"{where}: {problem}")

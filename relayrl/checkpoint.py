@@ -3,19 +3,35 @@
     ckpt/
       config.json        the algorithm's config (secrets such as redis_password left out)
       state.json         counters, RNG states, weights version, episode window, relayrl version, worker states
-      learner/           a tf.train.Checkpoint of models and optimisers (or learner.npz for tabular learners)
+      learner/           a tf.train.Checkpoint of models and optimisers (learner/table.npz: tabular learners)
       replay.npz         the replay buffer, when the algorithm has one in this process
       COMPLETE           written last: the file list with sizes and sha256; a checkpoint without it is refused
 
 Written to `<dir>.tmp-<pid>`, every file fsynced, then renamed into place (an existing checkpoint of the same
 name is replaced only after the new one is complete).
+
+A checkpoint is data from elsewhere, loaded as such (`verify` before anything reads it):
+- nothing named in it is imported, resolved or called (config.py `Config.from_checkpoint_dict`);
+- COMPLETE has a schema: relative paths inside the checkpoint only (no `..`, no absolute path), sizes and
+  sha256 of regular files, under MAX_FILE_BYTES each and MAX_TOTAL_BYTES together, checked before hashing;
+- the directory holds exactly the files COMPLETE lists, all regular files: a symbolic link, a device, a FIFO
+  or an unlisted file anywhere in it is refused, so nothing is read that was not checked. The path the caller
+  names may itself be a symbolic link (the caller chose it); nothing below it may;
+- every malformed file (COMPLETE, state.json, config.json, learner files, replay.npz) raises CheckpointError,
+  one line naming the file.
+The SHA-256 sums prove a file is what the manifest says, not who wrote it: anyone can edit a checkpoint and
+recompute them, which is why loading trusts nothing in it. A checkpoint must not change while it loads.
 """
 from __future__ import annotations
 
 import hashlib
 import json
+import numbers
 import os
+import re
 import shutil
+import stat
+import zipfile
 from typing import Any
 
 import numpy as np
@@ -24,12 +40,42 @@ from relayrl.config import SECRET_FIELDS
 
 FORMAT = 1
 MARKER = "COMPLETE"
+# Limits on what a checkpoint may hold, checked before anything is hashed or parsed (raise them here for
+# larger replay buffers): per file, all files together, entries, and JSON files parsed into memory.
+MAX_FILE_BYTES = 32 << 30
+MAX_TOTAL_BYTES = 64 << 30
+MAX_FILES = 10_000
+MAX_JSON_BYTES = 256 << 20  # state.json (worker env states can be large)
+MAX_SMALL_JSON_BYTES = 4 << 20  # COMPLETE, config.json
+TOP_LEVEL = ("config.json", "state.json", "replay.npz", "learner")  # what may sit beside COMPLETE
+_PATH_PART = re.compile(r"[A-Za-z0-9._-]{1,255}")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_MAX_MESSAGE = 400
+_MAX_INT = 2**63 - 1
 
 
 class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded: incomplete, corrupted, or from an incompatible version."""
+    """A checkpoint that cannot be loaded: incomplete, corrupted, malformed, or from an incompatible version.
+    The message is one line (whitespace collapsed, long messages cut) and names the file."""
+
+    def __init__(self, message: Any):
+        text = " ".join(str(message).split())
+        super().__init__(text if len(text) <= _MAX_MESSAGE else text[: _MAX_MESSAGE - 3] + "...")
 
 
+def shown(value: Any, limit: int = 60) -> str:
+    """repr(value), cut to `limit` characters: hostile values can be megabytes long."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def cause(exc: BaseException) -> BaseException:
+    """The error a Ray actor raised (a RayTaskError wraps it, with a traceback in its message)."""
+    inner = getattr(exc, "cause", None)
+    return inner if isinstance(inner, BaseException) else exc
+
+
+# ---------------------------------------------------------------------------------------------- writing
 def _sha256(path: str) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
@@ -78,7 +124,8 @@ def save(algo, path: str) -> str:
     for folder, _, names in os.walk(tmp):
         for name in names:
             full = os.path.join(folder, name)
-            files[os.path.relpath(full, tmp)] = {"bytes": os.path.getsize(full), "sha256": _sha256(full)}
+            rel = os.path.relpath(full, tmp).replace(os.sep, "/")
+            files[rel] = {"bytes": os.path.getsize(full), "sha256": _sha256(full)}
     _fsync_tree(tmp)
     write_json(os.path.join(tmp, MARKER), {"format": FORMAT, "files": files})
     _fsync_tree(tmp)
@@ -90,49 +137,395 @@ def save(algo, path: str) -> str:
     return path
 
 
-def verify(path: str) -> dict:
-    """Check the marker, the format and every file's size and checksum; returns state.json."""
+# ---------------------------------------------------------------------------------------------- reading
+def verify(path: str, algo: str | None = None) -> dict:
+    """Check the marker, the manifest, the directory against it, every file's size and checksum, and
+    state.json's schema and version (and that it is an `algo` checkpoint, when given); returns state.json.
+    Raises CheckpointError naming the file."""
     from relayrl import __version__
 
-    marker = os.path.join(path, MARKER)
-    if not os.path.isdir(path):
+    if not os.path.exists(path):
         raise CheckpointError(f"checkpoint {path!r} does not exist")
-    if not os.path.exists(marker):
+    if not os.path.isdir(path):
+        raise CheckpointError(f"checkpoint {path!r} is not a directory")
+    found = _tree(path)
+    if MARKER not in found:
         raise CheckpointError(f"checkpoint {path!r} is incomplete (no {MARKER} marker): it was not finished writing")
-    try:
-        with open(marker) as fh:
-            manifest = json.load(fh)
-    except (OSError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"checkpoint {path!r} has an unreadable {MARKER} marker: {exc}") from None
-    if manifest.get("format") != FORMAT:
-        raise CheckpointError(f"checkpoint {path!r} has format {manifest.get('format')}, this relayrl reads format {FORMAT}")
-    for rel, expected in manifest["files"].items():
-        full = os.path.join(path, rel)
-        if not os.path.exists(full):
+    manifest = _read_json(path, MARKER, MAX_SMALL_JSON_BYTES)
+    files = _check_manifest(path, manifest)
+    unlisted = sorted(set(found) - set(files) - {MARKER})
+    if unlisted:
+        raise CheckpointError(f"checkpoint {path!r}: {shown(unlisted[0])} is not listed in {MARKER}: a "
+                              f"checkpoint holds only the files its manifest lists (remove it)")
+    for rel, (size, digest) in files.items():
+        if rel not in found:
             raise CheckpointError(f"checkpoint {path!r} is corrupted: {rel} is missing")
-        if os.path.getsize(full) != expected["bytes"] or _sha256(full) != expected["sha256"]:
+        if found[rel].st_size != size:
+            raise CheckpointError(f"checkpoint {path!r} is corrupted: {rel} has {found[rel].st_size} bytes, "
+                                  f"{MARKER} says {size}")
+    for rel, (size, digest) in files.items():
+        if _hash_regular(path, rel, size) != digest:
             raise CheckpointError(f"checkpoint {path!r} is corrupted: {rel} does not match its checksum")
-    with open(os.path.join(path, "state.json")) as fh:
-        state = json.load(fh)
-    major = str(state.get("relayrl_version", "")).split(".")[:2]
-    if major != __version__.split(".")[:2]:
-        raise CheckpointError(f"checkpoint {path!r} was written by relayrl {state.get('relayrl_version')}, "
-                              f"this is relayrl {__version__}: versions before 1.0 only load their own minor version")
+    state = _read_json(path, "state.json", MAX_JSON_BYTES)
+    if not isinstance(state, dict):
+        raise CheckpointError(f"checkpoint {path!r}: state.json: allowed: a JSON object, got "
+                              f"{type(state).__name__}")
+    version = state.get("relayrl_version")
+    if not isinstance(version, str) or version.split(".")[:2] != __version__.split(".")[:2]:
+        raise CheckpointError(f"checkpoint {path!r} was written by relayrl {str(version)[:40]}, this is "
+                              f"relayrl {__version__}: versions before 1.0 only load their own minor version")
+    problem = state_problem(state)
+    if problem is not None:
+        raise CheckpointError(f"checkpoint {path!r}: state.json: {problem}")
+    if algo is not None and state["algo"] != algo:
+        raise CheckpointError(f"checkpoint {path!r} is a {state['algo']} checkpoint, not {algo}")
     return state
 
 
 def read_config(path: str) -> dict:
-    with open(os.path.join(path, "config.json")) as fh:
-        return json.load(fh)
+    """config.json as a dict (call verify first). Data only: see Config.from_checkpoint_dict."""
+    config = _read_json(path, "config.json", MAX_SMALL_JSON_BYTES)
+    if not isinstance(config, dict):
+        raise CheckpointError(f"checkpoint {path!r}: config.json: allowed: a JSON object, got "
+                              f"{type(config).__name__}")
+    return config
+
+
+def _tree(path: str) -> dict[str, os.stat_result]:
+    """Every regular file under the checkpoint by relative path ('/'-separated), links never followed;
+    anything but directories and regular files is refused."""
+    found: dict[str, os.stat_result] = {}
+    folders, entries = [""], 0
+    while folders:
+        folder = folders.pop()
+        try:
+            with os.scandir(os.path.join(path, folder)) as listing:
+                items = [(e.name, e.stat(follow_symlinks=False)) for e in listing]
+        except OSError as exc:
+            raise CheckpointError(f"checkpoint {path!r}: {folder or '.'} cannot be listed: {exc}") from None
+        for name, st in items:
+            rel = f"{folder}/{name}" if folder else name
+            entries += 1
+            if entries > MAX_FILES:
+                raise CheckpointError(f"checkpoint {path!r} holds more than {MAX_FILES} entries")
+            if stat.S_ISDIR(st.st_mode) and rel.count("/") < 8:
+                folders.append(rel)
+            elif stat.S_ISREG(st.st_mode):
+                found[rel] = st
+            else:
+                kind = ("a symbolic link" if stat.S_ISLNK(st.st_mode)
+                        else "a directory too deep" if stat.S_ISDIR(st.st_mode) else "not a regular file")
+                raise CheckpointError(f"checkpoint {path!r}: {shown(rel)} is {kind}: allowed: regular files "
+                                      f"only")
+    return found
+
+
+def _check_manifest(path: str, manifest: Any) -> dict[str, tuple[int, str]]:
+    """COMPLETE's schema -> {relative path: (bytes, sha256)}."""
+    where = f"checkpoint {path!r}: {MARKER}"
+    if not isinstance(manifest, dict) or set(manifest) != {"format", "files"}:
+        raise CheckpointError(f"{where}: allowed: a JSON object with the keys 'files' and 'format'")
+    if not _is_int(manifest["format"]) or manifest["format"] != FORMAT:
+        raise CheckpointError(f"checkpoint {path!r} has format {shown(manifest['format'])}, this relayrl "
+                              f"reads format {FORMAT}")
+    entries = manifest["files"]
+    if not isinstance(entries, dict) or not 1 <= len(entries) <= MAX_FILES:
+        raise CheckpointError(f"{where}: 'files' allowed: an object of 1 to {MAX_FILES} entries "
+                              f"{{path: {{bytes, sha256}}}}")
+    files, total = {}, 0
+    for rel, entry in entries.items():
+        problem = _path_problem(rel)
+        if problem is not None:
+            raise CheckpointError(f"{where}: path {shown(rel)} is refused: {problem}")
+        if not isinstance(entry, dict) or set(entry) != {"bytes", "sha256"}:
+            raise CheckpointError(f"{where}: {rel}: allowed: an object with the keys 'bytes' and 'sha256'")
+        size, digest = entry["bytes"], entry["sha256"]
+        if not _is_int(size) or not 0 <= size <= MAX_FILE_BYTES:
+            raise CheckpointError(f"{where}: {rel}: bytes = {shown(size)}: allowed: an integer from 0 to "
+                                  f"{MAX_FILE_BYTES} (checkpoint.MAX_FILE_BYTES)")
+        if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+            raise CheckpointError(f"{where}: {rel}: sha256 = {shown(digest)}: allowed: 64 lowercase hex "
+                                  f"digits")
+        total += size
+        files[rel] = (size, digest)
+    if total > MAX_TOTAL_BYTES:
+        raise CheckpointError(f"{where}: the files add up to {total} bytes: allowed: at most "
+                              f"{MAX_TOTAL_BYTES} (checkpoint.MAX_TOTAL_BYTES)")
+    layout = "a checkpoint holds config.json, state.json and learner/"
+    for required in ("config.json", "state.json"):
+        if required not in files:
+            raise CheckpointError(f"{where}: {required} is not listed: {layout}")
+    if not any(rel.startswith("learner/") for rel in files):
+        raise CheckpointError(f"{where}: no learner/ file is listed: {layout}")
+    return files
+
+
+def _path_problem(rel: Any) -> str | None:
+    allowed = ("allowed: a relative path inside the checkpoint such as learner/learner.index (no '..', no "
+               "absolute path)")
+    if not isinstance(rel, str) or len(rel) > 1024:
+        return allowed
+    parts = rel.split("/")
+    if any(p in (".", "..") or not _PATH_PART.fullmatch(p) for p in parts) or len(parts) > 8:
+        return allowed
+    if parts[0] not in TOP_LEVEL or (parts[0] == "learner") == (len(parts) == 1):
+        return "allowed: config.json, state.json, replay.npz and files under learner/"
+    return None
+
+
+def _open_regular(full: str, size_limit: int, label: str, path: str) -> tuple[int, int]:
+    """(fd, size) of a regular file opened without following a link or blocking on a FIFO."""
+    try:
+        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CheckpointError(f"checkpoint {path!r}: {label} cannot be opened: {exc.strerror}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > size_limit:
+        os.close(fd)
+        raise CheckpointError(f"checkpoint {path!r}: {label} is not a regular file of at most {size_limit} "
+                              f"bytes")
+    return fd, st.st_size
+
+
+def _hash_regular(path: str, rel: str, size: int) -> str:
+    fd, actual = _open_regular(os.path.join(path, rel), size, rel, path)
+    digest = hashlib.sha256()
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            left = size
+            while left > 0:
+                chunk = fh.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                digest.update(chunk)
+                left -= len(chunk)
+    except OSError as exc:
+        raise CheckpointError(f"checkpoint {path!r}: {rel} cannot be read: {exc.strerror}") from None
+    if actual != size or left:
+        raise CheckpointError(f"checkpoint {path!r} is corrupted: {rel} changed size while it was read")
+    return digest.hexdigest()
+
+
+def _read_json(path: str, rel: str, limit: int) -> Any:
+    fd, _ = _open_regular(os.path.join(path, rel), limit, rel, path)
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(limit + 1)
+        return json.loads(data)
+    except OSError as exc:
+        raise CheckpointError(f"checkpoint {path!r}: {rel} cannot be read: {exc.strerror}") from None
+    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, nesting too deep, an int of 5000 digits
+        raise CheckpointError(f"checkpoint {path!r}: {rel} is not valid JSON: {exc}") from None
+
+
+def read_npz(path: str, label: str, kinds: str = "biuf") -> dict[str, np.ndarray]:
+    """The arrays of an .npz file written by np.savez, checked before numpy allocates anything: members
+    stored uncompressed (no zip bomb), each header's dtype of the given kinds (never object: no pickle) and
+    its shape no larger than the member's bytes. `label` names the file in errors."""
+    problem = f"{label} is not a valid .npz file"
+    readers = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+    try:
+        with zipfile.ZipFile(path) as archive:
+            infos = archive.infolist()
+            names = [info.filename for info in infos]
+            if len(set(names)) != len(names) or len(names) > MAX_FILES:
+                raise CheckpointError(f"{problem}: duplicate or too many members")
+            for info in infos:
+                member = f"{problem}: member {shown(info.filename)}"
+                if not info.filename.endswith(".npy") or info.compress_type != zipfile.ZIP_STORED:
+                    raise CheckpointError(f"{member} is not a stored .npy array")
+                with archive.open(info) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    if version not in readers:
+                        raise CheckpointError(f"{member} has .npy version {version}")
+                    shape, _, dtype = readers[version](fh)
+                if dtype.hasobject or dtype.kind not in kinds or dtype.fields or dtype.subdtype:
+                    raise CheckpointError(f"{member} has dtype {dtype}: allowed kinds {kinds!r} (dtype.kind)")
+                if int(np.prod(shape, dtype=np.float64)) * dtype.itemsize > info.file_size:
+                    raise CheckpointError(f"{member} claims shape {shape}: over its {info.file_size} bytes")
+        with np.load(path, allow_pickle=False) as data:
+            return {name: data[name] for name in data.files}
+    except CheckpointError:
+        raise
+    except (OSError, EOFError, ValueError, KeyError, TypeError, zipfile.BadZipFile,
+            NotImplementedError) as exc:
+        raise CheckpointError(f"{problem}: {type(exc).__name__}: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------------- state.json
+_STATE_KEYS = {"format", "relayrl_version", "algo", "iteration", "timesteps_total", "time_total_s",
+               "weights_version", "rng", "episodes", "workers", "obs_moments", "extra"}
+_WORKER_KEYS = {"obs", "prev_done", "ep_return", "ep_length", "disc_return", "return_moments", "policy_rng",
+                "env"}
+# numpy bit generators a checkpoint may name (never getattr(np.random, <a name from a file>))
+BIT_GENERATORS = {cls.__name__: cls for cls in (np.random.PCG64, np.random.PCG64DXSM, np.random.MT19937,
+                                                np.random.Philox, np.random.SFC64)}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+def count_problem(value: Any) -> str | None:
+    ok = _is_int(value) and 0 <= value <= _MAX_INT
+    return None if ok else f"= {shown(value)}: allowed: an integer >= 0"
+
+
+def rng_state_problem(state: Any, bit_generator: str | None = None) -> str | None:
+    """None when `state` is a bit-generator state numpy takes back exactly (of `bit_generator` if given)."""
+    allowed = (f"allowed: a numpy {bit_generator or '/'.join(BIT_GENERATORS)} bit-generator state "
+               f"{{'bit_generator': ..., 'state': ...}}")
+    name = state.get("bit_generator") if isinstance(state, dict) else None
+    if not isinstance(name, str) or name not in BIT_GENERATORS:
+        return f"= {shown(state)}: {allowed}"
+    if bit_generator is not None and state["bit_generator"] != bit_generator:
+        return f"names {shown(state['bit_generator'])}: {allowed}"
+    trial = BIT_GENERATORS[state["bit_generator"]]()
+    try:
+        trial.state = state
+        same = _same_state(trial.state, state) and state.get("has_uint32", 0) in (0, 1)
+    except (TypeError, ValueError, KeyError, OverflowError, IndexError, AttributeError):
+        same = False
+    return None if same else f"= {shown(state)}: {allowed}"
+
+
+def _same_state(a: Any, b: Any) -> bool:
+    """Equal as JSON would write them (numpy hands arrays back for MT19937's key)."""
+    if isinstance(a, np.ndarray):
+        a = a.tolist()
+    if isinstance(a, dict):
+        return isinstance(b, dict) and set(a) == set(b) and all(_same_state(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(_same_state(x, y) for x, y in zip(a, b))
+    return type(a) is type(b) and a == b
+
+
+def state_problem(state: dict) -> str | None:
+    """The schema of state.json's top level (worker and algorithm-specific parts are checked where they are
+    restored, against the live objects): None, or what is wrong and what is allowed."""
+    from relayrl.algos import REGISTRY
+
+    if set(state) != _STATE_KEYS:
+        return f"keys {shown(sorted(map(str, state)), 200)}: allowed: exactly {sorted(_STATE_KEYS)}"
+    if not _is_int(state["format"]) or state["format"] != FORMAT:
+        return f"format = {shown(state['format'])}: allowed: {FORMAT}"
+    if not isinstance(state["algo"], str) or state["algo"] not in REGISTRY:
+        return f"algo = {shown(state['algo'])}: allowed: one of {', '.join(sorted(REGISTRY))}"
+    for key in ("iteration", "timesteps_total", "weights_version"):
+        problem = count_problem(state[key])
+        if problem is not None:
+            return f"{key} {problem}"
+    t = state["time_total_s"]
+    if not _is_real(t) or not 0 <= t < float("inf"):
+        return f"time_total_s = {shown(t)}: allowed: a finite number >= 0"
+    problem = rng_state_problem(state["rng"], "PCG64")
+    if problem is not None:
+        return f"rng {problem}"
+    problem = _episodes_problem(state["episodes"])
+    if problem is not None:
+        return f"episodes: {problem}"
+    workers = state["workers"]
+    if workers is not None and not (isinstance(workers, list) and len(workers) <= MAX_FILES and all(
+            isinstance(w, dict) and set(w) <= _WORKER_KEYS for w in workers)):
+        return f"workers: allowed: null or a list of worker states with the keys {sorted(_WORKER_KEYS)}"
+    problem = moments_problem(state["obs_moments"], None) if state["obs_moments"] is not None else None
+    if problem is not None:
+        return f"obs_moments: {problem}"
+    if not isinstance(state["extra"], dict):
+        return f"extra = {shown(state['extra'])}: allowed: an object"
+    return None
+
+
+def _episodes_problem(episodes: Any) -> str | None:
+    if not isinstance(episodes, dict) or set(episodes) != {"returns", "lengths", "total"}:
+        return "allowed: an object with the keys 'returns', 'lengths' and 'total'"
+    returns, lengths = episodes["returns"], episodes["lengths"]
+    if not isinstance(returns, list) or not all(_is_real(r) and abs(r) < float("inf") for r in returns):
+        return "returns: allowed: a list of finite numbers"
+    if not isinstance(lengths, list) or len(lengths) != len(returns) or any(map(count_problem, lengths)):
+        return "lengths: allowed: a list of integers >= 0, one per return"
+    problem = count_problem(episodes["total"])
+    return None if problem is None else f"total {problem}"
+
+
+def moments_problem(state: Any, size: int | None) -> str | None:
+    """A RunningMoments.state() of `size` values per statistic (any size when None)."""
+    allowed = "allowed: {'count': integer >= 0, 'mean': numbers, 'm2': numbers >= 0} of one shape"
+    if not isinstance(state, dict) or set(state) != {"count", "mean", "m2"} or count_problem(state["count"]):
+        return allowed
+    try:
+        mean, m2 = np.asarray(state["mean"], np.float64), np.asarray(state["m2"], np.float64)
+    except (TypeError, ValueError, OverflowError):
+        return allowed
+    if mean.shape != m2.shape or (size is not None and mean.size != size):
+        return f"{allowed} ({size} values each)"
+    if not (np.isfinite(mean).all() and np.isfinite(m2).all() and (m2 >= 0).all()):
+        return allowed
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- replay.npz
+def replay_problem(arrays: dict[str, np.ndarray], capacity: int, columns: dict[str, tuple[tuple, Any]],
+                   prioritized: bool, num_actions: int | None = None) -> str | None:
+    """A UniformReplay / PrioritizedReplay .state() for a buffer of `capacity` rows holding `columns`
+    ({name: (row shape, dtype)}): the keys, dtypes and shapes it must have, and values a buffer can hold
+    (discrete actions below num_actions, finite floats, positive priorities)."""
+    expected = {"meta"} | ({"priorities", "prio_meta"} if prioritized else set())
+    stored = {k for k in arrays if k.startswith("col/")}
+    if set(arrays) - stored != expected:
+        return f"keys {shown(sorted(arrays), 200)}: allowed: {sorted(expected)} and col/<name> columns"
+    meta = arrays["meta"]
+    if meta.dtype != np.int64 or meta.shape != (4,):
+        return "meta: allowed: 4 int64 values [capacity, next, size, added_total]"
+    cap, nxt, size, added = (int(x) for x in meta)
+    if cap != capacity or not (0 <= nxt < cap and 0 <= size <= cap and added >= size):
+        return (f"meta = {meta.tolist()}: allowed: capacity {capacity}, 0 <= next < capacity, "
+                f"0 <= size <= capacity")
+    names = {k[len("col/"):] for k in stored}
+    if names != set(columns) and (names or size):
+        return f"columns {sorted(names)}: allowed: {sorted(columns)}"
+    for name in names:
+        col, (row_shape, dtype) = arrays[f"col/{name}"], columns[name]
+        want = (size, *row_shape)
+        if col.dtype != np.dtype(dtype) or col.shape != want:
+            return f"col/{name}: dtype {col.dtype} shape {col.shape}: allowed: {np.dtype(dtype)} {want}"
+        if col.dtype.kind == "f" and not np.isfinite(col).all():
+            return f"col/{name}: allowed: finite values"
+    if num_actions is not None and "actions" in names and not (
+            (arrays["col/actions"] >= 0) & (arrays["col/actions"] < num_actions)).all():
+        return f"col/actions: allowed: integers from 0 to {num_actions - 1}"
+    if prioritized:
+        prio, prio_meta = arrays["priorities"], arrays["prio_meta"]
+        if prio.dtype != np.float64 or prio.shape != (size,) or not (np.isfinite(prio) & (prio > 0)).all():
+            return f"priorities: allowed: {size} finite float64 values > 0"
+        if prio_meta.dtype != np.float64 or prio_meta.shape != (1,) or not (
+                np.isfinite(prio_meta) & (prio_meta > 0)).all():
+            return "prio_meta: allowed: one finite float64 value > 0"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------- run folders
+_CKPT_NAME = re.compile(r"ckpt-[0-9]{1,19}")
 
 
 def latest(directory: str) -> str | None:
-    """The newest complete checkpoint under `directory` (names sort by iteration), or None."""
+    """The newest complete checkpoint under `directory` (names sort by iteration), or None. Only real
+    directories count (a link named ckpt-N is not one save() wrote)."""
     if not os.path.isdir(directory):
         return None
-    names = sorted(n for n in os.listdir(directory)
-                   if n.startswith("ckpt-") and ".tmp-" not in n and ".old-" not in n
-                   and os.path.exists(os.path.join(directory, n, MARKER)))
+
+    def complete(name: str) -> bool:
+        try:
+            return (stat.S_ISDIR(os.lstat(os.path.join(directory, name)).st_mode)
+                    and stat.S_ISREG(os.lstat(os.path.join(directory, name, MARKER)).st_mode))
+        except OSError:
+            return False
+
+    names = sorted(n for n in os.listdir(directory) if _CKPT_NAME.fullmatch(n) and complete(n))
     return os.path.join(directory, names[-1]) if names else None
 
 

@@ -350,8 +350,8 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
         resume = checkpoint.latest(ckpt_dir)
         progress.note(f"resuming from {resume}" if resume else f"--resume auto: no checkpoint under {ckpt_dir}, starting fresh")
     try:
-        if resume:
-            checkpoint.verify(resume)  # refuse a bad checkpoint before anything starts
+        if resume:  # refuse a bad checkpoint, or another algorithm's, before anything starts
+            checkpoint.verify(resume, algo=config.algo_name)
         algo = config.build()
     except ValueError as exc:
         return _fail(EXIT_BAD_INPUT, str(exc))

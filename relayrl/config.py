@@ -13,7 +13,7 @@ import difflib
 import importlib
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, Collection
 
 from relayrl import checks as C
 
@@ -21,6 +21,11 @@ from relayrl import checks as C
 SECRET_FIELDS = ("redis_password",)
 GROUPS = ("environment", "rollouts", "resources", "training", "debugging", "reporting", "fault_tolerance")
 _CALLABLE_PREFIX = "callable:"
+# Fields saying where to connect, listen or write. A checkpoint's values for them are never used (loading one
+# must not join a stranger's Ray cluster, send the Redis password elsewhere or write files where it says):
+# they keep their defaults unless the caller sets them.
+HOST_FIELDS = ("address", "dashboard", "log_dir", "replay_backend", "redis_address", "redis_password",
+               "redis_key_prefix", "redis_appendonly")
 
 
 def knob(default: Any, group: str, check: C.Check, doc: str) -> Any:
@@ -176,13 +181,45 @@ class Config:
 
     @classmethod
     def from_dict(cls, data: dict) -> "Config":
+        """A config from your own, trusted dict or YAML: an env written 'callable:module:name' is imported
+        here. A checkpoint's config.json is not trusted input: it goes through from_checkpoint_dict."""
+        def resolve(value: Any) -> Any:
+            if isinstance(value, str) and value.startswith(_CALLABLE_PREFIX):
+                return resolve_callable(value[len(_CALLABLE_PREFIX):])
+            return value
+
+        return cls._from_fields(data, resolve, skip=())
+
+    @classmethod
+    def from_checkpoint_dict(cls, data: Any, supplied: Collection[str] = ()) -> "Config":
+        """A config from a checkpoint's config.json: data from elsewhere, so nothing named in it is imported,
+        resolved or called. Its env must be a plain id gymnasium has registered already (a 'module:Env-v0'
+        id would import the module, a 'callable:...' reference would run code): any other env is refused
+        unless the caller supplies one (`supplied` holds the fields the caller sets; their stored values are
+        ignored). Fields saying where to connect, listen or write (HOST_FIELDS) keep their defaults.
+        Raises ValueError naming the field."""
+        from relayrl.checkpoint import shown
+
+        if not isinstance(data, dict):
+            raise ValueError(f"allowed: a JSON object of field: value, got {type(data).__name__}")
+        long_key = next((k for k in data if len(k) > 64), None)
+        if long_key is not None:
+            raise ValueError(f"{cls.__name__}: unknown key {shown(long_key)}")
+        skip = set(supplied) | set(HOST_FIELDS)
+        return cls._from_fields(data, registered_env_id, skip)
+
+    @classmethod
+    def _from_fields(cls, data: dict, env: Callable[[Any], Any], skip: Collection[str]) -> "Config":
+        """Defaults, then each field of `data` checked and set (the env through `env`), `skip` left out."""
         config = cls()
         names = [f.name for f in dataclasses.fields(cls)]
         for key, value in data.items():
             if key not in names:
                 raise ValueError(f"{cls.__name__}: unknown key {key!r}{_did_you_mean(key, names)}; allowed: {', '.join(names)}")
-            if key == "env" and isinstance(value, str) and value.startswith(_CALLABLE_PREFIX):
-                value = resolve_callable(value[len(_CALLABLE_PREFIX):])
+            if key in skip:
+                continue
+            if key == "env":
+                value = env(value)
             config._check_field(key, value)
             setattr(config, key, _merge_model(value) if key == "model" else value)
         return config
@@ -251,8 +288,26 @@ def _did_you_mean(key: str, allowed: list[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def registered_env_id(value: Any) -> str:
+    """`value` when it is a plain id in gymnasium's registry (looking one up imports nothing), else
+    ValueError: what a checkpoint may name as its env."""
+    import gymnasium as gym
+
+    from relayrl import envs  # noqa: F401 - registers relayrl's own ids (relayrl/SlowCartPole-v1)
+    from relayrl.checkpoint import shown
+
+    supply = ("a checkpoint never imports or calls code: pass the env yourself (relayrl evaluate/export "
+              "--env ID, or Algorithm.from_checkpoint(path, env=...))")
+    if isinstance(value, str) and value.startswith(_CALLABLE_PREFIX):
+        raise ValueError(f"env = {shown(value)} is a Python callable and {supply}")
+    if not isinstance(value, str) or ":" in value or value not in gym.registry:
+        raise ValueError(f"env = {shown(value)} is not an env id gymnasium has registered, and {supply}")
+    return value
+
+
 def resolve_callable(path: str) -> Callable:
-    """'package.module:Name' -> the object."""
+    """'package.module:Name' -> the object: imports the module. Trusted input only (your own code, config
+    files and command lines), never a value read from a checkpoint."""
     module_name, _, attr = path.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)

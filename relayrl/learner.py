@@ -132,7 +132,16 @@ class Learner(tf.Module):
         tf.train.Checkpoint(learner=self).write(f"{directory}/learner")
 
     def restore_checkpoint(self, directory: str) -> None:
-        tf.train.Checkpoint(learner=self).read(f"{directory}/learner").assert_existing_objects_matched()
+        """Read save_checkpoint's files back. They come from a checkpoint: a truncated, garbage or mismatched
+        file (another model, other shapes) raises CheckpointError naming it, never TensorFlow's own error."""
+        from relayrl.checkpoint import CheckpointError
+
+        try:
+            tf.train.Checkpoint(learner=self).read(f"{directory}/learner").assert_existing_objects_matched()
+        except (tf.errors.OpError, ValueError, AssertionError, TypeError, KeyError, IndexError) as exc:
+            first = next((line for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+            raise CheckpointError(f"learner/learner.index and its data file cannot be restored into this "
+                                  f"{type(self.model).__name__}: {first}") from None
 
     def set_hparam(self, name: str, value: float) -> None:
         self.hparams[name].assign(value)

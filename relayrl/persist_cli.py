@@ -1,4 +1,10 @@
-"""`relayrl export CHECKPOINT DIR` and `relayrl evaluate PATH --env ENV --episodes N`."""
+"""`relayrl export CHECKPOINT DIR` and `relayrl evaluate PATH --env ENV --episodes N`.
+
+A checkpoint is data (relayrl/checkpoint.py): a bad or hostile one is refused with one line naming the file
+and exit status 2, and nothing named in it is imported or called. `--env` is the caller supplying the env
+(needed when the checkpoint's env was a Python callable or an id gymnasium has not registered).
+A SavedModel is different: TensorFlow runs its graph, so evaluate only SavedModels you trust.
+"""
 from __future__ import annotations
 
 import argparse
@@ -14,10 +20,14 @@ def register(sub) -> None:
     e.add_argument("--format", choices=["savedmodel", "tflite"], default="savedmodel")
     e.add_argument("--quantize", choices=["none", "float16", "int8"], default="none",
                    help="post-training quantisation of a tflite export (int8: calibrated on env observations)")
+    e.add_argument("--env", default=None,
+                   help="env id (default: the checkpoint's; required when it was a Python callable)")
     e.set_defaults(handler=run_export)
     v = sub.add_parser("evaluate", help="score a checkpoint or an exported SavedModel")
     v.add_argument("path", help="checkpoint directory or SavedModel directory")
-    v.add_argument("--env", default=None, help="env id (default: the checkpoint's; required for a SavedModel)")
+    v.add_argument("--env", default=None,
+                   help="env id (default: the checkpoint's; required for a SavedModel, or when the "
+                        "checkpoint's env was a Python callable)")
     v.add_argument("--episodes", type=int, default=100)
     v.add_argument("--seed", type=int, default=None)
     v.add_argument("--json", action="store_true")
@@ -25,17 +35,23 @@ def register(sub) -> None:
 
 
 def _fail(message: str) -> int:
-    print(f"relayrl: error: {message}", file=sys.stderr)
+    print(f"relayrl: error: {' '.join(message.split())}", file=sys.stderr)  # one line, whatever the message
     return 2
 
 
-def run_export(args: argparse.Namespace) -> int:
+def _load(path: str, env: str | None):
+    """The checkpoint's algorithm on this process (no Ray workers, no log files); ValueError when refused."""
     from relayrl.algorithm import Algorithm
 
+    overrides = {"num_rollout_workers": 0, "log_dir": None, **({"env": env} if env else {})}
+    return Algorithm.from_checkpoint(path, **overrides)
+
+
+def run_export(args: argparse.Namespace) -> int:
     if args.format != "tflite" and args.quantize != "none":
         return _fail(f"--quantize {args.quantize}: only with --format tflite")
     try:
-        algo = Algorithm.from_checkpoint(args.checkpoint, num_rollout_workers=0, log_dir=None)
+        algo = _load(args.checkpoint, args.env)
     except (ValueError, OSError) as exc:
         return _fail(str(exc))
     try:
@@ -70,11 +86,8 @@ def run_evaluate(args: argparse.Namespace) -> int:
         except ValueError as exc:
             return _fail(str(exc))
     else:
-        from relayrl.algorithm import Algorithm
-
-        overrides = {"num_rollout_workers": 0, "log_dir": None, **({"env": args.env} if args.env else {})}
         try:
-            algo = Algorithm.from_checkpoint(args.path, **overrides)
+            algo = _load(args.path, args.env)
         except (ValueError, OSError) as exc:
             return _fail(str(exc))
         try:

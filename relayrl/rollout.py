@@ -128,17 +128,25 @@ class RolloutWorker:
                 "policy_rng": self.policy.rng.bit_generator.state, "env": state_io.capture(self.env)}
 
     def set_state(self, state: dict) -> None:
+        """Restore get_state()'s output, read from a checkpoint file: every value must have the type, dtype
+        and shape of the one it replaces (state_io.conform); all are checked before any is written.
+        Raises CheckpointError naming the field."""
         from relayrl import state_io
+        from relayrl.checkpoint import CheckpointError
 
-        self.obs = state_io.decode(state["obs"])
-        self.prev_done = state_io.decode(state["prev_done"])
-        self.ep_return = state_io.decode(state["ep_return"])
-        self.ep_length = state_io.decode(state["ep_length"])
-        if "disc_return" in state:
-            self.disc_return = state_io.decode(state["disc_return"])
-            self.return_moments.load(state["return_moments"])
-        self.policy.rng.bit_generator.state = state["policy_rng"]
-        state_io.restore(self.env, state["env"])
+        arrays = ("obs", "prev_done", "ep_return", "ep_length", "disc_return")
+        missing = sorted((set(arrays) | {"return_moments", "policy_rng", "env"}) - set(state))
+        if missing:
+            raise CheckpointError(f"worker state lacks {missing}")
+        values = {name: state_io.conform(getattr(self, name), state[name], name) for name in arrays}
+        return_moments = RunningMoments(())
+        state_io.restore_moments(return_moments, state["return_moments"], "return_moments")
+        policy_rng = state_io.conform(self.policy.rng, {"__generator__": state["policy_rng"]}, "policy_rng")
+        state_io.restore(self.env, state["env"])  # checks the whole env snapshot before writing any of it
+        for name, value in values.items():
+            setattr(self, name, value)
+        self.return_moments = return_moments
+        self.policy.rng.bit_generator.state = policy_rng.bit_generator.state
 
     def set_explore(self, explore: dict) -> None:
         self.policy.set_explore(explore)

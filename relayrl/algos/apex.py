@@ -135,6 +135,11 @@ class ApeX(DQN):
         return {**super().extra_state(), "updates_done": self._updates_done}
 
     def set_extra_state(self, state: dict[str, Any]) -> None:
+        from relayrl.checkpoint import CheckpointError, count_problem
+
+        problem = count_problem(state.get("updates_done", 0))
+        if problem is not None:
+            raise CheckpointError(f"state.json: extra.updates_done {problem}")
         super().set_extra_state(state)
         self._updates_done = int(state.get("updates_done", 0))
 
@@ -144,13 +149,29 @@ class ApeX(DQN):
         return {f"shard{i}/{k}": v for i, snap in enumerate(self.replay.snapshots) for k, v in snap.items()}
 
     def load_replay_state(self, state: dict[str, np.ndarray]) -> None:
+        """Each shard's part of replay.npz, checked against the shard's capacity and columns, then loaded."""
         import ray
 
-        refs = []
-        for i, shard in enumerate(self.replay.shards):
+        from relayrl.algorithm import check_replay_arrays
+        from relayrl.checkpoint import CheckpointError, shown
+
+        c: ApeXConfig = self.config
+        shards = len(self.replay.shards)
+        names = {f"shard{i}" for i in range(shards)}
+        stray = sorted(k for k in state if k.split("/", 1)[0] not in names or "/" not in k)
+        if stray:
+            raise CheckpointError(f"replay.npz: key {shown(stray[0])}: allowed: shard0/... to "
+                                  f"shard{shards - 1}/...")
+        capacity, parts = max(1, c.replay_buffer_capacity // shards), []
+        for i in range(shards):
             # upload sequence numbers belong to the workers of the process that saved: new workers count anew
             part = {k.split("/", 1)[1]: v for k, v in state.items()
-                    if k.startswith(f"shard{i}/") and not k.endswith("/applied")}
+                    if k.startswith(f"shard{i}/") and k != f"shard{i}/applied"}
+            if part:
+                check_replay_arrays(part, capacity, self.spec, c.prioritized_replay, f"replay.npz: shard{i}")
+            parts.append(part)
+        refs = []
+        for i, (shard, part) in enumerate(zip(self.replay.shards, parts)):
             if part:
                 self.replay.snapshots[i] = part
                 refs.append(shard.load_state.remote(part))

@@ -59,10 +59,21 @@ class QTable:
         np.savez(os.path.join(directory, "table.npz"), q=self.q)
 
     def restore_checkpoint(self, directory: str) -> None:
+        """learner/table.npz back: one float64 table of this env's shape, finite (else CheckpointError)."""
         import os
 
-        with np.load(os.path.join(directory, "table.npz")) as data:
-            self.q = data["q"].copy()
+        from relayrl.checkpoint import CheckpointError, read_npz
+
+        path = os.path.join(directory, "table.npz")
+        if not os.path.isfile(path):
+            raise CheckpointError("learner/table.npz is missing")
+        arrays = read_npz(path, "learner/table.npz", kinds="f")
+        q = arrays.get("q")
+        if set(arrays) != {"q"} or q.dtype != np.float64 or q.shape != self.q.shape or not np.isfinite(
+                q).all():
+            raise CheckpointError(f"learner/table.npz: allowed: one finite float64 array 'q' of shape "
+                                  f"{self.q.shape} (states x actions of this env)")
+        self.q = q.copy()
 
     def update(self, batch: dict[str, np.ndarray]) -> dict[str, float]:
         """Apply transitions in order (the tabular update is order-dependent)."""
