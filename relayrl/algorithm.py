@@ -337,7 +337,12 @@ class Algorithm:
         except ValueError as exc:
             raise checkpoint.CheckpointError(f"checkpoint {checkpoint_dir!r}: config.json: {exc}") from None
         config.update_from_dict(overrides)
-        algo = config.build()
+        try:
+            algo = config.build()
+        except Exception as exc:  # noqa: BLE001 - e.g. env kwargs the env does not take: a refusal, one line
+            given = f" with {', '.join(sorted(overrides))} from you" if overrides else ""
+            raise checkpoint.CheckpointError(f"checkpoint {checkpoint_dir!r}: the config in config.json{given} "
+                                             f"does not build: {type(exc).__name__}: {exc}") from exc
         try:
             algo.restore(checkpoint_dir)
         except BaseException:
