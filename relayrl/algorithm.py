@@ -341,8 +341,8 @@ class Algorithm:
             algo = config.build()
         except Exception as exc:  # noqa: BLE001 - e.g. env kwargs the env does not take: a refusal, one line
             given = f" with {', '.join(sorted(overrides))} from you" if overrides else ""
-            raise checkpoint.CheckpointError(f"checkpoint {checkpoint_dir!r}: the config in config.json{given} "
-                                             f"does not build: {type(exc).__name__}: {exc}") from exc
+            raise checkpoint.CheckpointError(f"checkpoint {checkpoint_dir!r}: the config in config.json"
+                                             f"{given} does not build: {type(exc).__name__}: {exc}") from exc
         try:
             algo.restore(checkpoint_dir)
         except BaseException:

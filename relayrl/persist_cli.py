@@ -74,7 +74,11 @@ def run_export(args: argparse.Namespace) -> int:
 def run_evaluate(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         return _fail(f"--episodes {args.episodes}: allowed: an integer >= 1")
-    if os.path.exists(os.path.join(args.path, "saved_model.pb")):
+    from relayrl.checkpoint import MARKER
+
+    # a directory with a COMPLETE marker is a checkpoint, loaded as data, even if it holds a saved_model.pb
+    saved_model = not os.path.lexists(os.path.join(args.path, MARKER))
+    if saved_model and os.path.exists(os.path.join(args.path, "saved_model.pb")):
         if not args.env:
             return _fail("--env is required to evaluate a SavedModel (it holds the policy, not the environment)")
         from relayrl.envs import check_env_id

@@ -1,5 +1,5 @@
-"""What anyone who edits a checkpoint can do, for the hostile-checkpoint tests: change a file and recompute the
-COMPLETE manifest (its SHA-256 sums prove integrity, not origin), or write the manifest by hand."""
+"""What anyone who edits a checkpoint can do, for the hostile-checkpoint tests: change a file and recompute
+the COMPLETE manifest (its SHA-256 sums prove integrity, not origin), or write the manifest by hand."""
 from __future__ import annotations
 
 import contextlib

@@ -18,8 +18,8 @@ from tests.checkpoint_edits import (copy, edit_json, learner_data_file, read_jso
                                     write_json)
 
 ROOT = Path(__file__).resolve().parents[2]
-TRAIN_FLAGS = ["--envs-per-worker", "2", "--seed", "0", "--quiet", "--stop-iters", "2", "--set", "train_batch_size=64",
-               "--set", "sgd_minibatch_size=32", "--set", "num_sgd_iter=1"]
+TRAIN_FLAGS = ["--envs-per-worker", "2", "--seed", "0", "--quiet", "--stop-iters", "2",
+               "--set", "train_batch_size=64", "--set", "sgd_minibatch_size=32", "--set", "num_sgd_iter=1"]
 PAYLOAD_MODULE = "relayrl_ckpt_payload"  # imported, it would write the marker
 
 
@@ -135,6 +135,11 @@ def env_array_retyped(ckpt, marker, outside):
     edit_json(ckpt, "state.json", change)
 
 
+def saved_model_inside(ckpt, marker, outside):
+    # a SavedModel is a TensorFlow program: a checkpoint must not switch evaluate to loading one
+    Path(ckpt, "saved_model.pb").write_bytes(b"\0" * 32)
+
+
 def truncated_learner(ckpt, marker, outside):
     data = Path(learner_data_file(ckpt))
     data.write_bytes(data.read_bytes()[:100])
@@ -161,6 +166,7 @@ VARIANTS = {
     "env_method_overwrite": (env_method_overwrite, "state.json: workers: env.'step'"),
     "env_array_retyped": (env_array_retyped, "state.json: workers: env.state"),
     "truncated_learner": (truncated_learner, "learner/learner.index"),
+    "saved_model_inside": (saved_model_inside, "saved_model.pb"),
 }
 # `train ALGO ENV --resume DIR` takes its config (and env) from the command line: config.json is not read, so
 # a checkpoint whose only fault is code named there resumes with the caller's env, and the code never runs.
@@ -222,7 +228,8 @@ def test_callable_env_checkpoint_is_refused_by_a_fresh_cli_process(good, tmp_pat
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     refusals = [line for line in proc.stderr.splitlines() if line.startswith("relayrl:")]
     assert proc.returncode == 2 and not marker.exists() and "Traceback" not in proc.stderr, proc.stderr
-    assert len(refusals) == 1 and "config.json with env," in refusals[0] and "does not build: TypeError" in refusals[0]
+    assert len(refusals) == 1 and "config.json with env," in refusals[0]
+    assert "does not build: TypeError" in refusals[0]
 
 
 def test_resume_refuses_a_missing_or_foreign_checkpoint(good, tmp_path, capsys):
@@ -232,3 +239,22 @@ def test_resume_refuses_a_missing_or_foreign_checkpoint(good, tmp_path, capsys):
     edit_json(foreign, "state.json", lambda state: state.update(algo="dqn"))
     assert cli.main(command_line("train", foreign, tmp_path)) == 2
     assert "is a dqn checkpoint, not ppo" in capsys.readouterr().err
+
+
+def test_a_ray_worker_refuses_a_hostile_env_snapshot_in_one_line(ray_session, good, tmp_path):
+    """Worker states are checked where the envs live, in the worker actors: the refusal comes back as the
+    worker's CheckpointError (one line), not Ray's wrapped traceback."""
+    algo = (PPOConfig().environment("CartPole-v1").rollouts(num_rollout_workers=1, num_envs_per_worker=2)
+            .training(train_batch_size=64, sgd_minibatch_size=32, num_sgd_iter=1).debugging(seed=0)).build()
+    try:
+        ckpt = copy(good, str(tmp_path / "ckpt"))
+        env_method_overwrite(ckpt, None, None)
+        with pytest.raises(checkpoint.CheckpointError) as refused:
+            algo.restore(ckpt)
+        want = ("state.json: workers: env.'step': not a plain attribute of CartPoleVectorEnv: a snapshot "
+                "only writes the attributes capture() keeps")
+        assert str(refused.value).endswith(want)
+        algo.restore(good)  # the same worker then takes a good checkpoint
+        assert algo.train()["training_iteration"] == 2
+    finally:
+        algo.stop()
