@@ -228,8 +228,7 @@ def test_callable_env_checkpoint_is_refused_by_a_fresh_cli_process(good, tmp_pat
                           capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
     refusals = [line for line in proc.stderr.splitlines() if line.startswith("relayrl:")]
     assert proc.returncode == 2 and not marker.exists() and "Traceback" not in proc.stderr, proc.stderr
-    assert len(refusals) == 1 and "config.json with env," in refusals[0]
-    assert "does not build: TypeError" in refusals[0]
+    assert len(refusals) == 1 and "config.json with env," in refusals[0] and "does not build: " in refusals[0]
 
 
 def test_resume_refuses_a_missing_or_foreign_checkpoint(good, tmp_path, capsys):
