@@ -21,6 +21,9 @@ def _is_number(v: Any) -> bool:
 # numpy or TensorFlow (an int32 index or shape).
 MAX_INT = 2**31 - 1
 MAX_BATCH = 10_000_000  # env steps or replay rows per iteration
+MAX_WIDTH = 65_536  # units of a layer, filters, kernel sizes: beyond it a network is a typo (or an attack)
+MAX_LAYERS = 64
+MAX_ENVS = 65_536  # envs per worker
 
 
 def integer(low: int | None = None, high: int | None = None) -> Check:
@@ -109,19 +112,24 @@ def env_spec() -> Check:
 
 
 def int_list(min_len: int = 1) -> Check:
+    """Layer widths: min_len..MAX_LAYERS integers in 1..MAX_WIDTH."""
+
     def check(v: Any) -> Optional[str]:
-        ok = isinstance(v, (list, tuple)) and len(v) >= min_len and all(_is_int(x) and x > 0 for x in v)
-        return None if ok else f"allowed: a list of at least {min_len} positive integers"
+        ok = isinstance(v, (list, tuple)) and min_len <= len(v) <= MAX_LAYERS
+        ok = ok and all(_is_int(x) and 0 < x <= MAX_WIDTH for x in v)
+        return None if ok else (f"allowed: a list of {min_len} to {MAX_LAYERS} integers in 1..{MAX_WIDTH}")
 
     return check
 
 
 def conv_filters() -> Check:
     def check(v: Any) -> Optional[str]:
-        ok = isinstance(v, (list, tuple)) and len(v) >= 1 and all(
-            isinstance(f, (list, tuple)) and len(f) == 3 and all(_is_int(x) and x > 0 for x in f) for f in v
+        ok = isinstance(v, (list, tuple)) and 1 <= len(v) <= MAX_LAYERS and all(
+            isinstance(f, (list, tuple)) and len(f) == 3 and all(_is_int(x) and 0 < x <= MAX_WIDTH for x in f)
+            for f in v
         )
-        return None if ok else "allowed: a list of [filters, kernel, stride] triples of positive integers"
+        return None if ok else (f"allowed: a list of [filters, kernel, stride] triples of integers in "
+                                f"1..{MAX_WIDTH}")
 
     return check
 

@@ -10,6 +10,7 @@ import difflib
 import json
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -162,15 +163,19 @@ def main(argv: list[str] | None = None) -> int:
 
         print(render(args, config), end="")
         return 0
+    new_log_dir = not os.path.exists(config.log_dir)
     try:  # refuse a missing or bad checkpoint and an unwritable log dir before anything starts
         if args.resume not in (None, "auto"):
             from relayrl import checkpoint
 
-            checkpoint.verify(args.resume)
+            checkpoint.verify(args.resume, algo=args.algo)
         _make_log_dir(config.log_dir)
     except ValueError as exc:
         return _fail(EXIT_BAD_INPUT, str(exc))
-    return _train(args, config, process_start)
+    code = _train(args, config, process_start)
+    if code == EXIT_BAD_INPUT and new_log_dir:  # refused after the build (e.g. a bad learner file): leave no trace
+        shutil.rmtree(config.log_dir, ignore_errors=True)
+    return code
 
 
 def _make_log_dir(path: str) -> None:

@@ -69,7 +69,7 @@ class Config:
     env_config: dict = knob({}, "environment", C.mapping(), "keyword arguments for the env (gym.make kwargs or the callable's argument)")
     # --- rollouts
     num_rollout_workers: int = knob(0, "rollouts", C.integer(0), "Ray rollout worker actors; 0 samples in the driver with no Ray")
-    num_envs_per_worker: int = knob(8, "rollouts", C.integer(1), "vectorised envs stepped together by each worker")
+    num_envs_per_worker: int = knob(8, "rollouts", C.integer(1, C.MAX_ENVS), "vectorised envs stepped together by each worker")
     num_env_threads: int = knob(0, "rollouts", C.integer(0), "0 = step each worker's envs in its own thread; N = step them on N threads, so envs whose step blocks on I/O (remote simulators, APIs) stay in flight together")
     rollout_fragment_length: Any = knob("auto", "rollouts", C.auto_or(C.integer(1)), "steps per env per fragment; 'auto' = train_batch_size / (workers * envs)")
     # --- resources

@@ -9,7 +9,6 @@ is reported by `capture` in `skipped` and cannot be resumed bit-exactly.
 """
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import gymnasium as gym
@@ -235,10 +234,3 @@ def set_generator_state(rng: np.random.Generator, state: Any, path: str = "rng")
         raise CheckpointError(f"{path} {problem}")
     rng.bit_generator.state = state
 
-
-def dumps(snapshot: Any) -> str:
-    return json.dumps(snapshot)
-
-
-def generator_state(rng: np.random.Generator) -> dict:
-    return rng.bit_generator.state

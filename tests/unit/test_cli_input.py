@@ -28,7 +28,9 @@ def run_main(capsys, *argv):
     (["--set", "train_batch_size=100000000000000000000000"],
      "PPOConfig.train_batch_size = 100000000000000000000000 is invalid: allowed: an integer >= 1 and <= 10000000"),
     (["--set", "num_envs_per_worker=99999999999"], "num_envs_per_worker = 99999999999 is invalid: allowed: an "
-                                                  "integer >= 1 and <= 2147483647"),
+                                                  "integer >= 1 and <= 65536"),
+    (["--set", "num_sgd_iter=99999999999"], "num_sgd_iter = 99999999999 is invalid: allowed: an integer >= 1 and <= 2147483647"),
+    (["--set", "model.fcnet_hiddens=[100000000]"], "allowed: a list of 0 to 64 integers in 1..65536"),
     (["--stop-timesteps", "-5"], "argument --stop-timesteps: '-5' is invalid: allowed: an integer >= 1"),
     (["--stop-iters", "0"], "argument --stop-iters: '0' is invalid: allowed: an integer >= 1"),
     (["--stop-time", "nan"], "argument --stop-time: 'nan' is invalid: allowed: a finite number"),
