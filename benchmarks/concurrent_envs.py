@@ -9,6 +9,7 @@ threaded:   RolloutWorker.sample() over `envs` SlowApiEnvs with num_env_threads 
 Prints steps/s of both and the ratio, with the cores this process may use. With --jitter the threaded
 worker's lock-step vector step waits for the slowest of its envs each step, so its gain shrinks.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,9 +24,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from slow_api_env import SlowApiEnv  # noqa: E402
 
-from relayrl import networks  # noqa: E402
-from relayrl.config import DEFAULT_MODEL  # noqa: E402
-from relayrl.rollout import RolloutWorker, SamplerSettings  # noqa: E402
+from relayrl.core.config import DEFAULT_MODEL  # noqa: E402
+from relayrl.models import networks
+from relayrl.sampling.rollout import RolloutWorker, SamplerSettings  # noqa: E402
 
 
 def sequential_steps_per_s(env_config: dict, seconds: float) -> float:
@@ -44,8 +45,15 @@ def sequential_steps_per_s(env_config: dict, seconds: float) -> float:
 def threaded_steps_per_s(env_config: dict, num_envs: int, seconds: float) -> float:
     probe = SlowApiEnv(dict(env_config, latency_s=0.0))
     spec = networks.spec_from_spaces(probe.observation_space, probe.action_space, DEFAULT_MODEL)
-    settings = SamplerSettings(env=SlowApiEnv, env_config=env_config, num_envs=num_envs, fragment_length=16,
-                               spec=spec, seed=0, num_env_threads=num_envs)
+    settings = SamplerSettings(
+        env=SlowApiEnv,
+        env_config=env_config,
+        num_envs=num_envs,
+        fragment_length=16,
+        spec=spec,
+        seed=0,
+        num_env_threads=num_envs,
+    )
     worker = RolloutWorker(settings)
     worker.set_weights(networks.init_weights(spec, np.random.default_rng(0)), 0)
     worker.sample()  # warm-up: thread pool started, first fragment
@@ -68,12 +76,24 @@ def main() -> None:
     seq = sequential_steps_per_s(env_config, args.seconds)
     thr = threaded_steps_per_s(env_config, args.envs, args.seconds)
     cores = len(os.sched_getaffinity(0))
-    print(f"cores available: {cores}; env step latency {args.latency * 1000:.0f} ms + U[0, {args.jitter * 1000:.0f}) ms")
+    print(
+        f"cores available: {cores}; env step latency {args.latency * 1000:.0f} ms + U[0, {args.jitter * 1000:.0f}) ms"
+    )
     print(f"sequential, 1 env:                      {seq:8.1f} steps/s")
     print(f"threaded, 1 worker, {args.envs} envs in flight:   {thr:8.1f} steps/s")
     print(f"ratio threaded / sequential:            {thr / seq:8.1f}x")
-    print(json.dumps({"sequential_steps_per_s": seq, "threaded_steps_per_s": thr, "ratio": thr / seq,
-                      "envs": args.envs, "latency_s": args.latency, "cores": cores}))
+    print(
+        json.dumps(
+            {
+                "sequential_steps_per_s": seq,
+                "threaded_steps_per_s": thr,
+                "ratio": thr / seq,
+                "envs": args.envs,
+                "latency_s": args.latency,
+                "cores": cores,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -6,12 +6,13 @@ eager (the same steps op by op, what a breakpoint in a loss needs).
 Builds the algorithm twice with the same seed and its default config, runs `--iterations` iterations each and
 prints the last iteration's learn time (timers/learn_s) of both and the ratio.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 
-from relayrl.algos import config_class
+from relayrl.algorithms import config_class
 
 
 def learn_seconds(algo: str, env: str, iterations: int, eager: bool) -> float:
@@ -32,9 +33,13 @@ def main() -> None:
     args = p.parse_args()
     compiled = learn_seconds(args.algo, args.env, args.iterations, eager=False)
     eager = learn_seconds(args.algo, args.env, args.iterations, eager=True)
-    print(f"{args.algo} {args.env}: learn per iteration compiled {compiled:.3f} s, eager {eager:.3f} s "
-          f"({eager / compiled:.0f}x)")
-    print(json.dumps({"algo": args.algo, "env": args.env, "compiled_learn_s": compiled, "eager_learn_s": eager}))
+    print(
+        f"{args.algo} {args.env}: learn per iteration compiled {compiled:.3f} s, eager {eager:.3f} s "
+        f"({eager / compiled:.0f}x)"
+    )
+    print(
+        json.dumps({"algo": args.algo, "env": args.env, "compiled_learn_s": compiled, "eager_learn_s": eager})
+    )
 
 
 if __name__ == "__main__":

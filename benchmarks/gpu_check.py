@@ -8,6 +8,7 @@
    same update on 1 replica (max weight difference printed).
 Prints one JSON line per check. Not run in CI (CI has no GPU).
 """
+
 from __future__ import annotations
 
 import json
@@ -16,13 +17,13 @@ import subprocess
 import sys
 import time
 
-MIRRORED = r'''
+MIRRORED = r"""
 import json, numpy as np, gymnasium as gym
-from relayrl.tf_import import tf
+from relayrl.models.tf_import import tf
 gpu = tf.config.list_physical_devices("GPU")[0]
 tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=2048)] * 2)
-from relayrl import networks
-from relayrl.algos.ppo import PPO, PPOConfig
+from relayrl.models import networks
+from relayrl.algorithms.ppo import PPO, PPOConfig
 config = PPOConfig().environment("CartPole-v1").training(sgd_minibatch_size=256, num_sgd_iter=4, lr=1e-3)
 env = gym.make("CartPole-v1")
 spec = networks.spec_from_spaces(env.observation_space, env.action_space, config.model)
@@ -42,32 +43,51 @@ for name, strategy in (("one", None), ("mirrored", tf.distribute.MirroredStrateg
 diff = max(float(np.max(np.abs(a - b))) for a, b in zip(out["one"][0], out["mirrored"][0]))
 print(json.dumps({"check": "mirrored_strategy", "replicas": out["mirrored"][1], "devices": out["mirrored"][2],
                   "max_weight_diff_vs_one_replica": diff}))
-'''
+"""
 
 
 def placement_check() -> dict:
     from relayrl import PPOConfig
 
     start = time.time()
-    algo = (PPOConfig.from_tuned("CartPole-v1").rollouts(num_rollout_workers=2).resources(num_gpus=1)
-            .debugging(seed=0).build())
+    algo = (
+        PPOConfig.from_tuned("CartPole-v1")
+        .rollouts(num_rollout_workers=2)
+        .resources(num_gpus=1)
+        .debugging(seed=0)
+        .build()
+    )
     results = [algo.train() for _ in range(20)]
-    out = {"check": "learner_placement", "learner": algo.learner.placement,
-           "iterations": len(results), "reward_mean": results[-1]["episode_reward_mean"],
-           "learn_s_per_iter": results[-1]["timers/learn_s"], "wall_s": round(time.time() - start, 1)}
+    out = {
+        "check": "learner_placement",
+        "learner": algo.learner.placement,
+        "iterations": len(results),
+        "reward_mean": results[-1]["episode_reward_mean"],
+        "learn_s_per_iter": results[-1]["timers/learn_s"],
+        "wall_s": round(time.time() - start, 1),
+    }
     import ray
 
-    out["worker_gpu_ids"] = ray.get([a.__ray_call__.remote(lambda self: ray.get_gpu_ids()) for a in algo.workers.actors])
+    out["worker_gpu_ids"] = ray.get(
+        [a.__ray_call__.remote(lambda self: ray.get_gpu_ids()) for a in algo.workers.actors]
+    )
     algo.stop()
     return out
 
 
 def main() -> None:
     print(json.dumps(placement_check(), default=str), flush=True)
-    proc = subprocess.run([sys.executable, "-c", MIRRORED], capture_output=True, text=True,
-                          env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    print(proc.stdout.strip().splitlines()[-1] if proc.returncode == 0 else json.dumps(
-        {"check": "mirrored_strategy", "error": proc.stderr[-1500:]}))
+    proc = subprocess.run(
+        [sys.executable, "-c", MIRRORED],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
+    print(
+        proc.stdout.strip().splitlines()[-1]
+        if proc.returncode == 0
+        else json.dumps({"check": "mirrored_strategy", "error": proc.stderr[-1500:]})
+    )
 
 
 if __name__ == "__main__":

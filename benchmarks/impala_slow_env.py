@@ -8,6 +8,7 @@ whatever its CPU share; the sleeping leaves the CPUs free, so 8 workers should s
 2 cores (the issue asks >= 6x). Each worker count runs in a fresh process; throughput = env steps
 consumed by the learner per second after a warm-up iteration.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,10 +40,14 @@ def one_run(workers: int, seconds: float, sleep_ms: float) -> dict:
     from relayrl import IMPALAConfig
 
     cpus = max(0.01, min(1.0, 2.0 / workers))  # all the workers fit on the 2 cores Ray sees
-    config = (IMPALAConfig().environment(SlowCartPole, env_config={"sleep_ms": sleep_ms})
-              .rollouts(num_rollout_workers=workers, num_envs_per_worker=4, rollout_fragment_length=16)
-              .resources(num_cpus_per_worker=cpus)
-              .training(train_batch_size=256).debugging(seed=0))  # 4 fragments per update: a light learner
+    config = (
+        IMPALAConfig()
+        .environment(SlowCartPole, env_config={"sleep_ms": sleep_ms})
+        .rollouts(num_rollout_workers=workers, num_envs_per_worker=4, rollout_fragment_length=16)
+        .resources(num_cpus_per_worker=cpus)
+        .training(train_batch_size=256)
+        .debugging(seed=0)
+    )  # 4 fragments per update: a light learner
     algo = config.build()
     try:
         algo.train()  # warm-up: first fragments, first weights
@@ -52,9 +57,13 @@ def one_run(workers: int, seconds: float, sleep_ms: float) -> dict:
         elapsed = time.perf_counter() - start
     finally:
         algo.stop()
-    return {"workers": workers, "steps_per_s": (algo.timesteps_total - steps0) / elapsed,
-            "policy_lag": result["learner/policy_lag_mean"], "worker_idle": result["learner/worker_idle_fraction"],
-            "cores": os.cpu_count()}
+    return {
+        "workers": workers,
+        "steps_per_s": (algo.timesteps_total - steps0) / elapsed,
+        "policy_lag": result["learner/policy_lag_mean"],
+        "worker_idle": result["learner/worker_idle_fraction"],
+        "cores": os.cpu_count(),
+    }
 
 
 def main() -> None:
@@ -69,19 +78,32 @@ def main() -> None:
         return
     rows = []
     for workers in args.workers:
-        cmd = [sys.executable, __file__, "--one", str(workers), "--seconds", str(args.seconds),
-               "--sleep-ms", str(args.sleep_ms)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--one",
+            str(workers),
+            "--seconds",
+            str(args.seconds),
+            "--sleep-ms",
+            str(args.sleep_ms),
+        ]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.seconds + 300)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
         r = json.loads(proc.stdout.strip().splitlines()[-1])
         rows.append(r)
-        print(f"workers={workers}: {r['steps_per_s']:.0f} env steps/s  policy_lag={r['policy_lag']:.2f}  "
-              f"worker_idle={r['worker_idle']:.2f}  ({r['cores']} cores)", flush=True)
+        print(
+            f"workers={workers}: {r['steps_per_s']:.0f} env steps/s  policy_lag={r['policy_lag']:.2f}  "
+            f"worker_idle={r['worker_idle']:.2f}  ({r['cores']} cores)",
+            flush=True,
+        )
     base = rows[0]["steps_per_s"]
     for r in rows[1:]:
-        print(f"speed-up {r['workers']} workers / {rows[0]['workers']}: {r['steps_per_s'] / base:.2f}x "
-              f"(issue target >= 6x for 8 / 1)")
+        print(
+            f"speed-up {r['workers']} workers / {rows[0]['workers']}: {r['steps_per_s'] / base:.2f}x "
+            f"(issue target >= 6x for 8 / 1)"
+        )
     print(json.dumps(rows))
 
 

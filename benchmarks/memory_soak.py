@@ -3,6 +3,7 @@ object-store bytes per iteration after a warm-up and prints it (target: no growt
 
     python benchmarks/memory_soak.py [--iterations 2000] [--warmup 200]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,8 +20,14 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=2000)
     p.add_argument("--warmup", type=int, default=200)
     args = p.parse_args()
-    algo = (PPOConfig().environment("CartPole-v1").rollouts(num_rollout_workers=2, num_envs_per_worker=8)
-            .training(train_batch_size=256, sgd_minibatch_size=128, num_sgd_iter=1).debugging(seed=0).build())
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_rollout_workers=2, num_envs_per_worker=8)
+        .training(train_batch_size=256, sgd_minibatch_size=128, num_sgd_iter=1)
+        .debugging(seed=0)
+        .build()
+    )
     rss, store = [], []
     start = time.time()
     try:
@@ -31,14 +38,26 @@ def main() -> None:
     finally:
         algo.stop()
     x = np.arange(args.warmup, args.iterations)
-    rss_slope = float(np.polyfit(x, np.asarray(rss[args.warmup:], float), 1)[0])
-    store_slope = float(np.polyfit(x, np.asarray(store[args.warmup:], float), 1)[0])
-    print(f"{args.iterations} iterations in {time.time() - start:.0f} s; after {args.warmup} warm-up iterations: "
-          f"driver RSS slope {rss_slope:+.1f} bytes/iteration ({rss[args.warmup] / 2**20:.0f} -> {rss[-1] / 2**20:.0f} MiB), "
-          f"object store slope {store_slope:+.1f} bytes/iteration ({store[args.warmup]} -> {store[-1]} bytes)")
-    print(json.dumps({"iterations": args.iterations, "rss_slope_bytes_per_iter": rss_slope,
-                      "object_store_slope_bytes_per_iter": store_slope, "rss_first": rss[args.warmup],
-                      "rss_last": rss[-1], "store_first": store[args.warmup], "store_last": store[-1]}))
+    rss_slope = float(np.polyfit(x, np.asarray(rss[args.warmup :], float), 1)[0])
+    store_slope = float(np.polyfit(x, np.asarray(store[args.warmup :], float), 1)[0])
+    print(
+        f"{args.iterations} iterations in {time.time() - start:.0f} s; after {args.warmup} warm-up iterations: "
+        f"driver RSS slope {rss_slope:+.1f} bytes/iteration ({rss[args.warmup] / 2**20:.0f} -> {rss[-1] / 2**20:.0f} MiB), "
+        f"object store slope {store_slope:+.1f} bytes/iteration ({store[args.warmup]} -> {store[-1]} bytes)"
+    )
+    print(
+        json.dumps(
+            {
+                "iterations": args.iterations,
+                "rss_slope_bytes_per_iter": rss_slope,
+                "object_store_slope_bytes_per_iter": store_slope,
+                "rss_first": rss[args.warmup],
+                "rss_last": rss[-1],
+                "store_first": store[args.warmup],
+                "store_last": store[-1],
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ of start_episode, then 20 x (get_action + log_returns), then end_episode, with r
 observations. The generator stops by itself after --seconds (and never runs past 2x that). Prints
 requests sent, achieved rate, errors (any non-200 or exception) and latency percentiles.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,8 +32,27 @@ STEPS_PER_EPISODE = 20
 def start_server() -> tuple[subprocess.Popen, str]:
     err = tempfile.NamedTemporaryFile("w+", suffix=".err", delete=False)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    proc = subprocess.Popen([sys.executable, "-m", "relayrl.cli", "serve", "ppo", "--env", "CartPole-v1", "--port", "0",
-                             "--host", "127.0.0.1", "--quiet", "--seed", "0"], stdout=subprocess.DEVNULL, stderr=err, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "relayrl.cli",
+            "serve",
+            "ppo",
+            "--env",
+            "CartPole-v1",
+            "--port",
+            "0",
+            "--host",
+            "127.0.0.1",
+            "--quiet",
+            "--seed",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=err,
+        env=env,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         match = re.search(r"serving \S+ on (http://127\.0\.0\.1:\d+)", open(err.name).read())
@@ -94,8 +114,12 @@ def main() -> None:
     try:
         PolicyClient(url).status()  # ready
         results = [{} for _ in range(args.threads)]
-        threads = [threading.Thread(target=generator, args=(url, args.rate / args.threads, args.seconds, i, results[i]))
-                   for i in range(args.threads)]
+        threads = [
+            threading.Thread(
+                target=generator, args=(url, args.rate / args.threads, args.seconds, i, results[i])
+            )
+            for i in range(args.threads)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -109,17 +133,32 @@ def main() -> None:
     elapsed = max(r["elapsed"] for r in results)
     total = len(lat) + len(errors)
     pct = {q: float(np.percentile(lat, q)) for q in (50, 90, 99, 99.9)}
-    print(f"server {url}; {args.threads} client threads; target {args.rate:.0f} req/s for {args.seconds:.0f} s")
-    print(f"requests {total:,} in {elapsed:.1f} s = {total / elapsed:,.0f} req/s; errors {len(errors)}; "
-          f"generator at most {1e3 * max(r['behind_s'] for r in results):.1f} ms behind schedule")
+    print(
+        f"server {url}; {args.threads} client threads; target {args.rate:.0f} req/s for {args.seconds:.0f} s"
+    )
+    print(
+        f"requests {total:,} in {elapsed:.1f} s = {total / elapsed:,.0f} req/s; errors {len(errors)}; "
+        f"generator at most {1e3 * max(r['behind_s'] for r in results):.1f} ms behind schedule"
+    )
     print("latency ms: " + "  ".join(f"p{q:g} {v:.2f}" for q, v in pct.items()) + f"  max {lat.max():.2f}")
-    print(f"server trained meanwhile: {status.get('training_iteration')} iterations on "
-          f"{status.get('timesteps_total')} steps; inference batches {status['inference_batches']:,} for "
-          f"{status['inference_requests']:,} actions")
+    print(
+        f"server trained meanwhile: {status.get('training_iteration')} iterations on "
+        f"{status.get('timesteps_total')} steps; inference batches {status['inference_batches']:,} for "
+        f"{status['inference_requests']:,} actions"
+    )
     if errors:
         print("first errors:", errors[:5])
-    print(json.dumps({"requests": total, "req_per_s": total / elapsed, "errors": len(errors),
-                      **{f"p{q:g}_ms": v for q, v in pct.items()}, "max_ms": float(lat.max())}))
+    print(
+        json.dumps(
+            {
+                "requests": total,
+                "req_per_s": total / elapsed,
+                "errors": len(errors),
+                **{f"p{q:g}_ms": v for q, v in pct.items()},
+                "max_ms": float(lat.max()),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ machine falls on all of them alike; each run is a fresh process (benchmarks/anch
 line is appended to the CSV as soon as it finishes (partial results survive). Then writes a markdown table
 of medians and ratios (relayrl / best incumbent, against the issue's targets) and PNG charts.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,11 +23,29 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-RUNNERS = {lib: os.path.join(HERE, "anchors", f"{lib}_runner.py") for lib in ("relayrl", "sb3", "rllib", "cleanrl")}
+RUNNERS = {
+    lib: os.path.join(HERE, "anchors", f"{lib}_runner.py") for lib in ("relayrl", "sb3", "rllib", "cleanrl")
+}
 INCUMBENTS = ("sb3", "rllib", "cleanrl")
-COLUMNS = ["library", "version", "workload", "variant", "seed", "solved", "time_to_solve_s", "first_iter_s",
-           "env_steps", "steps_per_s", "updates_per_s", "final_return", "wall_s", "load1_before", "load1_after",
-           "curve_file", "error"]
+COLUMNS = [
+    "library",
+    "version",
+    "workload",
+    "variant",
+    "seed",
+    "solved",
+    "time_to_solve_s",
+    "first_iter_s",
+    "env_steps",
+    "steps_per_s",
+    "updates_per_s",
+    "final_return",
+    "wall_s",
+    "load1_before",
+    "load1_after",
+    "curve_file",
+    "error",
+]
 
 # (workload, library) -> variants to run; absent = the one default run ("").
 VARIANTS = {
@@ -41,29 +60,57 @@ TIME_COLUMNS = ("time_to_solve_s", "first_iter_s", "wall_s")
 # workload -> (metric column, better, label, target); target = (kind, value): "ratio_max": relayrl/best <= v,
 # "ratio_min": relayrl/best >= v, "abs_max": relayrl <= v (per variant), "vs_sb3_min": relayrl/SB3 >= v.
 METRICS = {
-    "W1": [("time_to_solve_s", "min", "time to last-100 mean >= 475 (s)", ("ratio_max", 0.5)),
-           ("steps_per_s", "max", "steady env steps/s", None)],
-    "W2": [("time_to_solve_s", "min", "time to last-100 mean >= 475 (s)", ("ratio_max", 0.5)),
-           ("steps_per_s", "max", "steady env steps/s", None)],
+    "W1": [
+        ("time_to_solve_s", "min", "time to last-100 mean >= 475 (s)", ("ratio_max", 0.5)),
+        ("steps_per_s", "max", "steady env steps/s", None),
+    ],
+    "W2": [
+        ("time_to_solve_s", "min", "time to last-100 mean >= 475 (s)", ("ratio_max", 0.5)),
+        ("steps_per_s", "max", "steady env steps/s", None),
+    ],
     "W3": [("steps_per_s", "max", "env steps/s, random actions", None)],
     "W4": [("steps_per_s", "max", "env steps/s over 50k steps", ("ratio_min", 2.0))],
     "W4R": [("final_return", "max", "return (last 10 episodes) at 300k steps", None)],
-    "W5": [("first_iter_s", "min", "process start -> first finished iteration (s)",
-            ("abs_max", {"": 3.0, "w2": 8.0}))],
-    "W6": [("time_to_solve_s", "min", "time to last-10 mean >= -200 (s)", None),
-           ("updates_per_s", "max", "gradient updates/s", ("vs_sb3_min", 2.0))],
+    "W5": [
+        (
+            "first_iter_s",
+            "min",
+            "process start -> first finished iteration (s)",
+            ("abs_max", {"": 3.0, "w2": 8.0}),
+        )
+    ],
+    "W6": [
+        ("time_to_solve_s", "min", "time to last-10 mean >= -200 (s)", None),
+        ("updates_per_s", "max", "gradient updates/s", ("vs_sb3_min", 2.0)),
+    ],
 }
 
 
 # ----------------------------------------------------------------------------------------------- running
 def run_one(lib: str, workload: str, seed: int, variant: str) -> dict:
-    cmd = [sys.executable, RUNNERS[lib], "--workload", workload, "--seed", str(seed), "--variant", variant,
-           "--timeout", str(TIMEOUT_S.get(workload, 1200))]
+    cmd = [
+        sys.executable,
+        RUNNERS[lib],
+        "--workload",
+        workload,
+        "--seed",
+        str(seed),
+        "--variant",
+        variant,
+        "--timeout",
+        str(TIMEOUT_S.get(workload, 1200)),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S.get(workload, 1200) + 120)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
-        return {"library": lib, "workload": workload, "variant": variant, "seed": seed, "solved": False,
-                "error": f"runner exit {proc.returncode}: {proc.stderr.strip()[-300:]}"}
+        return {
+            "library": lib,
+            "workload": workload,
+            "variant": variant,
+            "seed": seed,
+            "solved": False,
+            "error": f"runner exit {proc.returncode}: {proc.stderr.strip()[-300:]}",
+        }
     return json.loads(lines[-1])
 
 
@@ -81,7 +128,9 @@ def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
-def run_all(workloads: list[str], libs: list[str], seeds: int, first_seed: int, csv_path: str, log_path: str) -> None:
+def run_all(
+    workloads: list[str], libs: list[str], seeds: int, first_seed: int, csv_path: str, log_path: str
+) -> None:
     with open(log_path, "a") as log:
         for workload in workloads:
             log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {workload} start: {uptime()}\n")
@@ -94,10 +143,13 @@ def run_all(workloads: list[str], libs: list[str], seeds: int, first_seed: int, 
                         row = run_one(lib, workload, seed, variant)
                         append_csv(csv_path, row)
                         t = row.get("time_to_solve_s") or row.get("first_iter_s")
-                        print(f"{workload} {lib}{'/' + variant if variant else ''} seed={seed}: solved={row.get('solved')} "
-                              f"t={t} steps/s={row.get('steps_per_s')} updates/s={row.get('updates_per_s')} "
-                              f"return={row.get('final_return')} load={row.get('load1_before')}"
-                              f"{' ERROR ' + row['error'][:200] if row.get('error') else ''}", flush=True)
+                        print(
+                            f"{workload} {lib}{'/' + variant if variant else ''} seed={seed}: solved={row.get('solved')} "
+                            f"t={t} steps/s={row.get('steps_per_s')} updates/s={row.get('updates_per_s')} "
+                            f"return={row.get('final_return')} load={row.get('load1_before')}"
+                            f"{' ERROR ' + row['error'][:200] if row.get('error') else ''}",
+                            flush=True,
+                        )
             log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} {workload} end:   {uptime()}\n")
             log.flush()
 
@@ -141,8 +193,11 @@ def summarise(rows: list[dict]) -> dict:
         for column, *_ in METRICS.get(key[0], []):
             values = metric_values(runs, column)
             if values:
-                stats[column] = (statistics.median(values), len(values),
-                                 sum(1 for r in runs if str(r.get("solved")).lower() == "true"))
+                stats[column] = (
+                    statistics.median(values),
+                    len(values),
+                    sum(1 for r in runs if str(r.get("solved")).lower() == "true"),
+                )
         errors = [r["error"] for r in runs if r.get("error") and not r["error"].startswith("timeout")]
         out[key] = {"stats": stats, "runs": len(runs), "errors": errors}
     return out
@@ -152,9 +207,11 @@ def best_incumbent(summary: dict, workload: str, column: str, better: str):
     """The best median among the incumbents; for W3 the reference is the raw vectorised env instead (relayrl's
     worker with 16 envs against gym.make_vec with the same 16 envs and no policy)."""
     refs = {("gymnasium", "raw16")} if workload == "W3" else None
-    cands = [(s["stats"][column][0], lib, var) for (w, lib, var), s in summary.items()
-             if w == workload and column in s["stats"]
-             and ((lib, var) in refs if refs else lib in INCUMBENTS)]
+    cands = [
+        (s["stats"][column][0], lib, var)
+        for (w, lib, var), s in summary.items()
+        if w == workload and column in s["stats"] and ((lib, var) in refs if refs else lib in INCUMBENTS)
+    ]
     finite = [c for c in cands if math.isfinite(c[0])]
     if not finite:
         return None
@@ -197,8 +254,11 @@ def _fmt(x: float | None, column: str) -> str:
 
 
 def table(summary: dict) -> str:
-    libs_present = [lib for lib in ("relayrl", "gymnasium", "sb3", "rllib", "cleanrl")
-                    if any(k[1] == lib for k in summary)]
+    libs_present = [
+        lib
+        for lib in ("relayrl", "gymnasium", "sb3", "rllib", "cleanrl")
+        if any(k[1] == lib for k in summary)
+    ]
     head = ["workload", "metric"] + libs_present + ["relayrl / best incumbent", "target", "verdict"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for workload, metrics in METRICS.items():
@@ -209,7 +269,7 @@ def table(summary: dict) -> str:
             cells = {}
             for lib in libs_present:
                 parts = []
-                for (w, l, var) in sorted(k for k in keys if k[1] == lib):
+                for w, l, var in sorted(k for k in keys if k[1] == lib):
                     s = summary[(w, l, var)]
                     if column in s["stats"]:
                         med, n, solved = s["stats"][column]
@@ -224,7 +284,7 @@ def table(summary: dict) -> str:
             sb3 = summary.get((workload, "sb3", ""), {}).get("stats", {}).get(column)
             ratios, targets, verdicts = [], [], []
             keys_relayrl = [k for k in keys if k[1] == "relayrl"]
-            for (w, l, var) in sorted(k for k in keys if k[1] == "relayrl"):
+            for w, l, var in sorted(k for k in keys if k[1] == "relayrl"):
                 stat = summary[(w, l, var)]["stats"].get(column)
                 if stat is None:
                     continue
@@ -233,15 +293,31 @@ def table(summary: dict) -> str:
                 ratios.append(tag + r)
                 targets.append(tag + t)
                 verdicts.append(tag + v)
-            best_txt = f" ({'vs' if workload == 'W3' else 'best'}: {best[1]}{'/' + best[2] if best and best[2] else ''})" if best else ""
-            row = [workload, label] + [cells[lib] for lib in libs_present] + [
-                "<br>".join(ratios) + (best_txt if ratios else "") or "-", "<br>".join(targets) or "-",
-                "<br>".join(verdicts) or "-"]
+            best_txt = (
+                f" ({'vs' if workload == 'W3' else 'best'}: {best[1]}{'/' + best[2] if best and best[2] else ''})"
+                if best
+                else ""
+            )
+            row = (
+                [workload, label]
+                + [cells[lib] for lib in libs_present]
+                + [
+                    "<br>".join(ratios) + (best_txt if ratios else "") or "-",
+                    "<br>".join(targets) or "-",
+                    "<br>".join(verdicts) or "-",
+                ]
+            )
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
 
 
-COLORS = {"relayrl": "tab:red", "sb3": "tab:blue", "rllib": "tab:green", "cleanrl": "tab:purple", "gymnasium": "tab:gray"}
+COLORS = {
+    "relayrl": "tab:red",
+    "sb3": "tab:blue",
+    "rllib": "tab:green",
+    "cleanrl": "tab:purple",
+    "gymnasium": "tab:gray",
+}
 
 
 def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list[str]:
@@ -251,27 +327,46 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
     import matplotlib.pyplot as plt
 
     written = []
-    panels = [("time_to_solve_s", "W1", "W1 PPO CartPole: time to solve (s)"),
-              ("time_to_solve_s", "W2", "W2 DQN CartPole: time to solve (s)"),
-              ("first_iter_s", "W5", "W5 start -> first iteration (s)"),
-              ("time_to_solve_s", "W6", "W6 SAC Pendulum: time to -200 (s)")]
-    throughput = [("steps_per_s", "W1", "W1 PPO CartPole env steps/s"), ("steps_per_s", "W2", "W2 DQN CartPole env steps/s"),
-                  ("steps_per_s", "W3", "W3 CartPole env steps/s (random)"), ("steps_per_s", "W4", "W4 PPO HalfCheetah env steps/s"),
-                  ("updates_per_s", "W6", "W6 SAC Pendulum updates/s")]
+    panels = [
+        ("time_to_solve_s", "W1", "W1 PPO CartPole: time to solve (s)"),
+        ("time_to_solve_s", "W2", "W2 DQN CartPole: time to solve (s)"),
+        ("first_iter_s", "W5", "W5 start -> first iteration (s)"),
+        ("time_to_solve_s", "W6", "W6 SAC Pendulum: time to -200 (s)"),
+    ]
+    throughput = [
+        ("steps_per_s", "W1", "W1 PPO CartPole env steps/s"),
+        ("steps_per_s", "W2", "W2 DQN CartPole env steps/s"),
+        ("steps_per_s", "W3", "W3 CartPole env steps/s (random)"),
+        ("steps_per_s", "W4", "W4 PPO HalfCheetah env steps/s"),
+        ("updates_per_s", "W6", "W6 SAC Pendulum updates/s"),
+    ]
     for name, spec in (("time_bars.png", panels), ("throughput_bars.png", throughput)):
         spec = [p for p in spec if any(k[0] == p[1] and p[0] in s["stats"] for k, s in summary.items())]
         if not spec:
             continue
         fig, axes = plt.subplots(1, len(spec), figsize=(4.2 * len(spec), 3.8), squeeze=False)
         for ax, (column, workload, title) in zip(axes[0], spec):
-            items = [(f"{lib}{'/' + var if var else ''}", s["stats"][column][0], lib)
-                     for (w, lib, var), s in sorted(summary.items()) if w == workload and column in s["stats"]]
+            items = [
+                (f"{lib}{'/' + var if var else ''}", s["stats"][column][0], lib)
+                for (w, lib, var), s in sorted(summary.items())
+                if w == workload and column in s["stats"]
+            ]
             labels = [i[0] for i in items]
             values = [i[1] if math.isfinite(i[1]) else 0.0 for i in items]
             bars = ax.bar(range(len(items)), values, color=[COLORS.get(i[2], "k") for i in items])
             for bar, item in zip(bars, items):
-                text = "not solved" if not math.isfinite(item[1]) else (f"{item[1]:.1f}" if column in TIME_COLUMNS else f"{item[1]:,.0f}")
-                ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()), ha="center", va="bottom", fontsize=8)
+                text = (
+                    "not solved"
+                    if not math.isfinite(item[1])
+                    else (f"{item[1]:.1f}" if column in TIME_COLUMNS else f"{item[1]:,.0f}")
+                )
+                ax.annotate(
+                    text,
+                    (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center",
+                    va="bottom",
+                    fontsize=8,
+                )
             ax.set_xticks(range(len(items)), labels, rotation=30, ha="right", fontsize=8)
             ax.set_title(title, fontsize=9)
         fig.suptitle("medians over seeds (same machine, same run)", fontsize=9)
@@ -280,7 +375,9 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
-    curves = [w for w in ("W1", "W2", "W6", "W4R") if any(r["workload"] == w and r.get("curve_file") for r in rows)]
+    curves = [
+        w for w in ("W1", "W2", "W6", "W4R") if any(r["workload"] == w and r.get("curve_file") for r in rows)
+    ]
     if curves:
         fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.8), squeeze=False)
         for ax, workload in zip(axes[0], curves):
@@ -294,8 +391,14 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
                 if not pts:
                     continue
                 label = r["library"] + (f"/{r['variant']}" if r.get("variant") else "")
-                ax.plot([p[0] for p in pts], [p[2] for p in pts], color=COLORS.get(r["library"], "k"), alpha=0.8,
-                        lw=1.2, label=None if label in seen else label)
+                ax.plot(
+                    [p[0] for p in pts],
+                    [p[2] for p in pts],
+                    color=COLORS.get(r["library"], "k"),
+                    alpha=0.8,
+                    lw=1.2,
+                    label=None if label in seen else label,
+                )
                 seen.add(label)
             ax.set_xlabel("wall clock from process start (s)")
             ax.set_ylabel("mean episode return")
@@ -330,7 +433,9 @@ def main() -> None:
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--csv", default=os.path.join(HERE, "results", "anchors.csv"))
     p.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for table.md and the PNGs")
-    p.add_argument("--report-only", metavar="CSV", default=None, help="regenerate table and charts from a CSV")
+    p.add_argument(
+        "--report-only", metavar="CSV", default=None, help="regenerate table and charts from a CSV"
+    )
     args = p.parse_args()
     if args.report_only:
         print(report(args.report_only, args.out))
@@ -339,7 +444,9 @@ def main() -> None:
     libs = [lib.strip() for lib in args.libs.split(",") if lib.strip()]
     bad = [w for w in workloads if w not in METRICS] + [lib for lib in libs if lib not in RUNNERS]
     if bad:
-        sys.exit(f"run.py: unknown workload/library {bad}; workloads: {sorted(METRICS)}, libs: {sorted(RUNNERS)}")
+        sys.exit(
+            f"run.py: unknown workload/library {bad}; workloads: {sorted(METRICS)}, libs: {sorted(RUNNERS)}"
+        )
     os.makedirs(args.out, exist_ok=True)
     run_all(workloads, libs, args.seeds, args.first_seed, args.csv, os.path.join(args.out, "run_log.txt"))
     print(report(args.csv, args.out))

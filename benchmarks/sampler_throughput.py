@@ -7,6 +7,7 @@ relayrl:  RolloutWorker.sample() with the same envs: numpy policy forward + acti
           then behaviour log-probs, values and GAE per fragment (everything a PPO worker does).
 Both count env.step() calls x envs. Prints steps/s and the ratio relayrl / raw.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -16,9 +17,9 @@ import time
 import gymnasium as gym
 import numpy as np
 
-from relayrl import networks
-from relayrl.config import DEFAULT_MODEL
-from relayrl.rollout import RolloutWorker, SamplerSettings
+from relayrl.core.config import DEFAULT_MODEL
+from relayrl.models import networks
+from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
 
 
 class RawLoop:
@@ -27,7 +28,9 @@ class RawLoop:
     def __init__(self, env_id: str, num_envs: int):
         self.env = gym.make_vec(env_id, num_envs=num_envs)
         self.env.reset(seed=0)
-        self.actions = [np.stack([self.env.single_action_space.sample() for _ in range(num_envs)]) for _ in range(64)]
+        self.actions = [
+            np.stack([self.env.single_action_space.sample() for _ in range(num_envs)]) for _ in range(64)
+        ]
         self.num_envs = num_envs
 
     def steps_per_s(self, seconds: float) -> float:
@@ -42,8 +45,16 @@ class RawLoop:
 def settings(env_id: str, num_envs: int, fragment_length: int) -> SamplerSettings:
     probe = gym.make(env_id)
     spec = networks.spec_from_spaces(probe.observation_space, probe.action_space, DEFAULT_MODEL)
-    return SamplerSettings(env=env_id, env_config={}, num_envs=num_envs, fragment_length=fragment_length,
-                           spec=spec, gamma=0.99, lambda_=0.95, seed=0)
+    return SamplerSettings(
+        env=env_id,
+        env_config={},
+        num_envs=num_envs,
+        fragment_length=fragment_length,
+        spec=spec,
+        gamma=0.99,
+        lambda_=0.95,
+        seed=0,
+    )
 
 
 class WorkerLoop:
@@ -64,7 +75,9 @@ class WorkerLoop:
         return steps / (time.perf_counter() - start)
 
 
-def ray_steps_per_s(env_id: str, num_envs: int, seconds: float, workers: int, fragment_length: int = 256) -> float:
+def ray_steps_per_s(
+    env_id: str, num_envs: int, seconds: float, workers: int, fragment_length: int = 256
+) -> float:
     from relayrl.runtime.ray_workers import RayWorkers
 
     s = settings(env_id, num_envs, fragment_length)
@@ -96,14 +109,25 @@ def main() -> None:
         raws.append(raw_loop.steps_per_s(args.seconds / rounds))
         ours_all.append(worker_loop.steps_per_s(args.seconds / rounds))
     raw, ours = float(np.median(raws)), float(np.median(ours_all))
-    out = {"env": args.env, "envs": args.envs, "raw_steps_per_s": round(raw), "relayrl_steps_per_s": round(ours),
-           "ratio": round(ours / raw, 3)}
+    out = {
+        "env": args.env,
+        "envs": args.envs,
+        "raw_steps_per_s": round(raw),
+        "relayrl_steps_per_s": round(ours),
+        "ratio": round(ours / raw, 3),
+    }
     print(f"raw vector env ({args.envs} envs):      {raw:>12,.0f} steps/s")
     print(f"relayrl RolloutWorker ({args.envs} envs): {ours:>12,.0f} steps/s   ratio {ours / raw:.2f}")
     if args.ray_workers:
         fleet = ray_steps_per_s(args.env, args.envs, args.seconds, args.ray_workers)
-        out.update(ray_workers=args.ray_workers, ray_steps_per_s=round(fleet), ray_ratio_vs_one_raw=round(fleet / raw, 3))
-        print(f"relayrl {args.ray_workers} Ray workers x {args.envs} envs: {fleet:>12,.0f} steps/s   ratio vs one raw {fleet / raw:.2f}")
+        out.update(
+            ray_workers=args.ray_workers,
+            ray_steps_per_s=round(fleet),
+            ray_ratio_vs_one_raw=round(fleet / raw, 3),
+        )
+        print(
+            f"relayrl {args.ray_workers} Ray workers x {args.envs} envs: {fleet:>12,.0f} steps/s   ratio vs one raw {fleet / raw:.2f}"
+        )
     print(json.dumps(out))
 
 

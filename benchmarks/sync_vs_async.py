@@ -13,6 +13,7 @@ budget of env steps or seconds runs out. Printed per run:
   worker_idle       share of the workers' wall time not spent sampling (or computing gradients):
                     sync workers wait for every update, async ones should not
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,7 +30,7 @@ PROCESS_START = time.time()
 
 
 def one_run(algo: str, workers: int, budget: int, time_limit: float, seed: int) -> dict:
-    from relayrl.algos import config_class
+    from relayrl.algorithms import config_class
 
     cls = config_class(algo)
     try:
@@ -59,13 +60,23 @@ def one_run(algo: str, workers: int, budget: int, time_limit: float, seed: int) 
             if r["timesteps_total"] >= budget or time.perf_counter() - train_start >= time_limit:
                 break
         wall = time.perf_counter() - train_start
-        idle = (algo_obj.workers.idle_fraction() if hasattr(algo_obj.workers, "idle_fraction")
-                else max(0.0, 1.0 - sample_s[0] / (wall * workers)))
+        idle = (
+            algo_obj.workers.idle_fraction()
+            if hasattr(algo_obj.workers, "idle_fraction")
+            else max(0.0, 1.0 - sample_s[0] / (wall * workers))
+        )
     finally:
         algo_obj.stop()
-    return {"algo": algo, "workers": workers, "steps_per_s": r["timesteps_total"] / r["time_total_s"],
-            "time_to_solve_s": solved_at if solved_at is not None else math.inf, "steps": r["timesteps_total"],
-            "reward": r["episode_reward_mean"], "policy_lag": sum(lags) / len(lags), "worker_idle": idle}
+    return {
+        "algo": algo,
+        "workers": workers,
+        "steps_per_s": r["timesteps_total"] / r["time_total_s"],
+        "time_to_solve_s": solved_at if solved_at is not None else math.inf,
+        "steps": r["timesteps_total"],
+        "reward": r["episode_reward_mean"],
+        "policy_lag": sum(lags) / len(lags),
+        "worker_idle": idle,
+    }
 
 
 def main() -> None:
@@ -81,12 +92,25 @@ def main() -> None:
         out = one_run(args.one[0], int(args.one[1]), args.budget, args.time_limit, args.seed)
         print(json.dumps(out))
         return
-    print(f"{'algo':8}{'mode':7}{'workers':>8}{'steps/s':>10}{'solve_s':>9}{'steps':>9}{'reward':>8}{'lag':>7}{'idle':>7}")
+    print(
+        f"{'algo':8}{'mode':7}{'workers':>8}{'steps/s':>10}{'solve_s':>9}{'steps':>9}{'reward':>8}{'lag':>7}{'idle':>7}"
+    )
     rows = []
     for algo in args.algos:
         for workers in args.workers:
-            cmd = [sys.executable, __file__, "--one", algo, str(workers), "--budget", str(args.budget),
-                   "--time-limit", str(args.time_limit), "--seed", str(args.seed)]
+            cmd = [
+                sys.executable,
+                __file__,
+                "--one",
+                algo,
+                str(workers),
+                "--budget",
+                str(args.budget),
+                "--time-limit",
+                str(args.time_limit),
+                "--seed",
+                str(args.seed),
+            ]
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.time_limit + 240)
             if proc.returncode != 0:
                 print(f"{algo} x{workers}: failed: {proc.stderr[-1500:]}", flush=True)
@@ -94,8 +118,11 @@ def main() -> None:
             r = json.loads(proc.stdout.strip().splitlines()[-1])
             rows.append(r)
             mode = "async" if algo in ("a3c", "impala") else "sync"
-            print(f"{algo:8}{mode:7}{workers:>8}{r['steps_per_s']:>10.0f}{r['time_to_solve_s']:>9.1f}{r['steps']:>9}"
-                  f"{r['reward']:>8.1f}{r['policy_lag']:>7.2f}{r['worker_idle']:>7.2f}", flush=True)
+            print(
+                f"{algo:8}{mode:7}{workers:>8}{r['steps_per_s']:>10.0f}{r['time_to_solve_s']:>9.1f}{r['steps']:>9}"
+                f"{r['reward']:>8.1f}{r['policy_lag']:>7.2f}{r['worker_idle']:>7.2f}",
+                flush=True,
+            )
     print(json.dumps(rows))
 
 

@@ -7,6 +7,7 @@ from process start, imports included), with the tuned defaults.
 Prints each run, the median per worker count and its ratio to the issues' reference figures for the same
 workload (measured on this kind of machine, not in this run: benchmarks/anchors runs them side by side).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,10 +25,34 @@ REFERENCE = {
 }
 
 
-def run(algo: str, env_id: str, seed: int, workers: int, stop_reward: float, window: int | None,
-        max_steps: int, sets: list[str]) -> dict:
-    cmd = [sys.executable, "-m", "relayrl.cli", "train", algo, env_id, "--stop-reward", str(stop_reward),
-           "--stop-timesteps", str(max_steps), "--seed", str(seed), "--workers", str(workers), "--json", "--quiet"]
+def run(
+    algo: str,
+    env_id: str,
+    seed: int,
+    workers: int,
+    stop_reward: float,
+    window: int | None,
+    max_steps: int,
+    sets: list[str],
+) -> dict:
+    cmd = [
+        sys.executable,
+        "-m",
+        "relayrl.cli",
+        "train",
+        algo,
+        env_id,
+        "--stop-reward",
+        str(stop_reward),
+        "--stop-timesteps",
+        str(max_steps),
+        "--seed",
+        str(seed),
+        "--workers",
+        str(workers),
+        "--json",
+        "--quiet",
+    ]
     if window:
         cmd += ["--set", f"metrics_num_episodes_for_smoothing={window}"]
     for item in sets:
@@ -46,7 +71,12 @@ def main() -> None:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--workers", type=int, nargs="+", default=[0])
     p.add_argument("--stop-reward", type=float, default=475.0)
-    p.add_argument("--window", type=int, default=None, help="episodes in episode_reward_mean (default: the config's, 100)")
+    p.add_argument(
+        "--window",
+        type=int,
+        default=None,
+        help="episodes in episode_reward_mean (default: the config's, 100)",
+    )
     p.add_argument("--max-steps", type=int, default=400_000)
     p.add_argument("--set", action="append", default=[])
     args = p.parse_args()
@@ -54,11 +84,16 @@ def main() -> None:
     for workers in args.workers:
         times = []
         for seed in args.seeds:
-            r = run(args.algo, args.env, seed, workers, args.stop_reward, args.window, args.max_steps, args.set)
+            r = run(
+                args.algo, args.env, seed, workers, args.stop_reward, args.window, args.max_steps, args.set
+            )
             t = r["time_to_solve_s"] if r["solved"] else float("inf")
             times.append(t)
-            print(f"{args.algo} {args.env} workers={workers} seed={seed}: solved={r['solved']} time_to_solve_s={t:.2f} "
-                  f"steps={r['timesteps_total']} iterations={r['training_iteration']} ({r['diagnosis']})", flush=True)
+            print(
+                f"{args.algo} {args.env} workers={workers} seed={seed}: solved={r['solved']} time_to_solve_s={t:.2f} "
+                f"steps={r['timesteps_total']} iterations={r['training_iteration']} ({r['diagnosis']})",
+                flush=True,
+            )
         median = statistics.median(times)
         summary[workers] = {"median_s": median, "max_s": max(times)}
         ref = REFERENCE.get((args.algo, args.env, workers))

@@ -5,6 +5,7 @@ way (one ray.put per version; each worker receives the ObjectRef and reads the a
 
 Each round ends when every worker has received the weights and touched every array.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,9 +55,20 @@ def main() -> None:
         by_ref.append(time.perf_counter() - start)
         del ref
     v, r = float(np.median(by_value)), float(np.median(by_ref))
-    print(f"{args.mb:.0f} MB to {args.workers} workers: by value {v * 1e3:8.1f} ms   one ray.put + ObjectRef {r * 1e3:8.1f} ms   speed-up {v / r:.1f}x")
-    print(json.dumps({"mb": args.mb, "workers": args.workers, "by_value_ms": round(v * 1e3, 1),
-                      "object_ref_ms": round(r * 1e3, 1), "speedup": round(v / r, 1)}))
+    print(
+        f"{args.mb:.0f} MB to {args.workers} workers: by value {v * 1e3:8.1f} ms   one ray.put + ObjectRef {r * 1e3:8.1f} ms   speed-up {v / r:.1f}x"
+    )
+    print(
+        json.dumps(
+            {
+                "mb": args.mb,
+                "workers": args.workers,
+                "by_value_ms": round(v * 1e3, 1),
+                "object_ref_ms": round(r * 1e3, 1),
+                "speedup": round(v / r, 1),
+            }
+        )
+    )
     ray.shutdown()
 
 

@@ -1,7 +1,7 @@
 """Regenerate the generated parts of the docs from the code, so they cannot drift:
 
 - each `docs/algorithms/<algo>.md`: the config table (fields the algorithm adds or whose default it changes
-  from the shared `Config`) and the tuned results (`_result` lines of `relayrl/tuned/<algo>-*.yaml`);
+  from the shared `Config`) and the tuned results (`_result` lines of `relayrl/core/tuned/<algo>-*.yaml`);
 - `docs/configuration.md`: the table of the fields every algorithm shares.
 
     python docs/gen_config_tables.py           # rewrite the marked regions in place
@@ -10,6 +10,7 @@
 A region is the text between `<!-- BEGIN generated:KIND:NAME -->` and `<!-- END generated -->`.
 Importing the config classes does not import TensorFlow.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -46,26 +47,35 @@ def _rows(fields: list[dataclasses.Field]) -> str:
 
 
 def config_table(name: str) -> str:
-    from relayrl.algos import config_class
-    from relayrl.config import Config
+    from relayrl.algorithms import config_class
+    from relayrl.core.config import Config
 
     if name == "common":
         return _rows(list(dataclasses.fields(Config)))
     base = {f.name: f for f in dataclasses.fields(Config)}
-    own = [f for f in dataclasses.fields(config_class(name))
-           if f.name not in base or _default(f) != _default(base[f.name]) or f.metadata["doc"] != base[f.name].metadata["doc"]]
-    intro = (f"Fields of `{config_class(name).__name__}` that are new or differ from the shared defaults "
-             f"([configuration.md](../configuration.md)); every other field keeps its shared default.\n\n")
+    own = [
+        f
+        for f in dataclasses.fields(config_class(name))
+        if f.name not in base
+        or _default(f) != _default(base[f.name])
+        or f.metadata["doc"] != base[f.name].metadata["doc"]
+    ]
+    intro = (
+        f"Fields of `{config_class(name).__name__}` that are new or differ from the shared defaults "
+        f"([configuration.md](../configuration.md)); every other field keeps its shared default.\n\n"
+    )
     return intro + _rows(own)
 
 
 def tuned_results(name: str) -> str:
     lines = []
     for path in sorted(glob.glob(os.path.join(TUNED, f"{name}-*.yaml"))):
-        env = os.path.basename(path)[len(name) + 1:-len(".yaml")]
+        env = os.path.basename(path)[len(name) + 1 : -len(".yaml")]
         with open(path) as fh:
             result = (yaml.safe_load(fh) or {}).get("_result")
-        lines.append(f"- `{env}` (`relayrl/tuned/{os.path.basename(path)}`): {result or 'no result recorded'}")
+        lines.append(
+            f"- `{env}` (`relayrl/core/tuned/{os.path.basename(path)}`): {result or 'no result recorded'}"
+        )
     if not lines:
         return "No tuned config yet: `relayrl train` uses the defaults above.\n"
     return "\n".join(lines) + "\n"
@@ -96,7 +106,10 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         stale = stale_pages()
         if stale:
-            print(f"stale generated docs: {', '.join(stale)} (run python docs/gen_config_tables.py)", file=sys.stderr)
+            print(
+                f"stale generated docs: {', '.join(stale)} (run python docs/gen_config_tables.py)",
+                file=sys.stderr,
+            )
         return 1 if stale else 0
     for page in pages():
         with open(page) as fh:

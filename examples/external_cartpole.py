@@ -6,6 +6,7 @@ and asks the server for every action; the server trains PPO on what the clients 
 
 The client stops by itself after --max-seconds / --max-episodes, or when the server goes away.
 """
+
 from __future__ import annotations
 
 import argparse

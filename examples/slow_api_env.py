@@ -6,6 +6,7 @@ how one rollout worker keeps 32 of them in flight with `num_env_threads`.
 The env is a plain blocking gymnasium env (nothing async about it): the dynamics are CartPole's, each
 `step` then sleeps `latency_s` (a socket read would block the same way, with the GIL released).
 """
+
 from __future__ import annotations
 
 import time
@@ -50,8 +51,10 @@ def main() -> None:
     try:
         for _ in range(5):
             r = algo.train()
-            print(f"iter {r['training_iteration']}: {r['env_steps_per_s']:.0f} env steps/s "
-                  f"(one 50 ms env alone: <= 20 steps/s), reward {r['episode_reward_mean']:.1f}")
+            print(
+                f"iter {r['training_iteration']}: {r['env_steps_per_s']:.0f} env steps/s "
+                f"(one 50 ms env alone: <= 20 steps/s), reward {r['episode_reward_mean']:.1f}"
+            )
     finally:
         algo.stop()
 

@@ -11,6 +11,7 @@ Clients send and receive plain strings; the server trains PPO on the encoded exp
         --port 9901 --set train_batch_size=256 --set sgd_minibatch_size=64 --set lr=0.003 &
     python examples/text_commands.py --address http://127.0.0.1:9901
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,7 +21,7 @@ import zlib
 import gymnasium as gym
 import numpy as np
 
-from relayrl.text_spaces import TextCodec
+from relayrl.envs.text import TextCodec
 
 REPLIES = ("left", "right", "up", "down")
 FILLER = ("please", "turn", "go", "now", "quickly", "the", "move", "then")
@@ -101,7 +102,7 @@ def main() -> None:
     args = p.parse_args()
     returns = run(args.address, args.episodes)
     for i in range(0, len(returns), 100):
-        print(f"episodes {i}-{i + 99}: mean return {np.mean(returns[i:i + 100]):.2f} of {TURNS}")
+        print(f"episodes {i}-{i + 99}: mean return {np.mean(returns[i : i + 100]):.2f} of {TURNS}")
 
 
 if __name__ == "__main__":

@@ -6,27 +6,28 @@
 
 Attributes load lazily so `import relayrl` stays cheap (TensorFlow is imported by the algorithms).
 """
+
 from __future__ import annotations
 
 __version__ = "0.1.0"
 
 _LAZY = {
-    "PPOConfig": ("relayrl.algos.ppo", "PPOConfig"),
-    "PPO": ("relayrl.algos.ppo", "PPO"),
-    "DQNConfig": ("relayrl.algos.dqn", "DQNConfig"),
-    "DQN": ("relayrl.algos.dqn", "DQN"),
-    "QLearningConfig": ("relayrl.algos.qlearning", "QLearningConfig"),
-    "ApeXConfig": ("relayrl.algos.apex", "ApeXConfig"),
-    "A2CConfig": ("relayrl.algos.a2c", "A2CConfig"),
-    "REINFORCEConfig": ("relayrl.algos.reinforce", "REINFORCEConfig"),
-    "IMPALAConfig": ("relayrl.algos.impala", "IMPALAConfig"),
-    "A3CConfig": ("relayrl.algos.a3c", "A3CConfig"),
-    "SACConfig": ("relayrl.algos.sac", "SACConfig"),
-    "SAC": ("relayrl.algos.sac", "SAC"),
-    "TD3Config": ("relayrl.algos.td3", "TD3Config"),
-    "TD3": ("relayrl.algos.td3", "TD3"),
-    "Algorithm": ("relayrl.algorithm", "Algorithm"),
-    "Config": ("relayrl.config", "Config"),
+    "PPOConfig": ("relayrl.algorithms.ppo", "PPOConfig"),
+    "PPO": ("relayrl.algorithms.ppo", "PPO"),
+    "DQNConfig": ("relayrl.algorithms.dqn", "DQNConfig"),
+    "DQN": ("relayrl.algorithms.dqn", "DQN"),
+    "QLearningConfig": ("relayrl.algorithms.qlearning", "QLearningConfig"),
+    "ApeXConfig": ("relayrl.algorithms.apex", "ApeXConfig"),
+    "A2CConfig": ("relayrl.algorithms.a2c", "A2CConfig"),
+    "REINFORCEConfig": ("relayrl.algorithms.reinforce", "REINFORCEConfig"),
+    "IMPALAConfig": ("relayrl.algorithms.impala", "IMPALAConfig"),
+    "A3CConfig": ("relayrl.algorithms.a3c", "A3CConfig"),
+    "SACConfig": ("relayrl.algorithms.sac", "SACConfig"),
+    "SAC": ("relayrl.algorithms.sac", "SAC"),
+    "TD3Config": ("relayrl.algorithms.td3", "TD3Config"),
+    "TD3": ("relayrl.algorithms.td3", "TD3"),
+    "Algorithm": ("relayrl.algorithms.base", "Algorithm"),
+    "Config": ("relayrl.core.config", "Config"),
 }
 
 __all__ = list(_LAZY) + ["__version__"]

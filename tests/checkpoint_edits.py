@@ -1,5 +1,6 @@
 """What anyone who edits a checkpoint can do, for the hostile-checkpoint tests: change a file and recompute
 the COMPLETE manifest (its SHA-256 sums prove integrity, not origin), or write the manifest by hand."""
+
 from __future__ import annotations
 
 import contextlib
@@ -7,9 +8,10 @@ import json
 import os
 import shutil
 import signal
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from relayrl import checkpoint
+from relayrl.persistence import checkpoint
 
 
 def copy(src: str, dst: str) -> str:
@@ -55,6 +57,7 @@ def learner_data_file(path: str) -> str:
 @contextlib.contextmanager
 def time_limit(seconds: float):
     """TimeoutError when the block runs longer (a hang), also out of a blocking open() or read()."""
+
     def expire(*_):
         raise TimeoutError(f"still running after {seconds} s")
 

@@ -1,4 +1,5 @@
 """Shared fixtures: one real Ray session for all integration tests; quiet TensorFlow."""
+
 from __future__ import annotations
 
 import os
@@ -49,10 +50,26 @@ class RedisProcess:
         import redis
 
         self.proc = subprocess.Popen(
-            [self.exe, "--bind", "127.0.0.1", "--port", str(self.port), "--requirepass", self.password,
-             "--save", "", "--appendonly", "yes" if self.appendonly else "no", "--appendfsync", "always",
-             "--dir", self.workdir],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                self.exe,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--requirepass",
+                self.password,
+                "--save",
+                "",
+                "--appendonly",
+                "yes" if self.appendonly else "no",
+                "--appendfsync",
+                "always",
+                "--dir",
+                self.workdir,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         client = redis.Redis(host="127.0.0.1", port=self.port, password=self.password, socket_timeout=1)
         for _ in range(200):
             try:

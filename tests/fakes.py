@@ -1,4 +1,5 @@
 """Tiny real gymnasium environments with known dynamics, for tests that need exact expectations."""
+
 from __future__ import annotations
 
 import gymnasium as gym

@@ -12,6 +12,7 @@ and gym 0.26.2 (installable) no longer has `gym.wrappers.Monitor` ("ImportError:
 runner reports in the JSON line's `error` field. CleanRL's current scripts (gymnasium, tyro) live only in
 its GitHub repository, not on PyPI; running them would mean vendoring, which these benchmarks don't do.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,16 +23,32 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 # The scripts' defaults except the env id, seed, step cap and CPU (their --cuda defaults to True).
-SCRIPTS = {"W1": "cleanrl.ppo", "W2": "cleanrl.dqn", "W4": "cleanrl.ppo_continuous_action",
-           "W4R": "cleanrl.ppo_continuous_action", "W6": "cleanrl.sac_continuous_action"}
+SCRIPTS = {
+    "W1": "cleanrl.ppo",
+    "W2": "cleanrl.dqn",
+    "W4": "cleanrl.ppo_continuous_action",
+    "W4R": "cleanrl.ppo_continuous_action",
+    "W6": "cleanrl.sac_continuous_action",
+}
 EPISODE = re.compile(r"global_step=(\d+), episode_reward=([-\d.eE+]+)|Step: (\d+), Ep\. Reward: ([-\d.eE+]+)")
 
 
 def make_cmd(w: common.Workload, seed: int, variant: str):
     if w.name not in SCRIPTS:
         raise NotImplementedError(f"CleanRL has no script for {w.name}")
-    return [common.ANCHOR_PYTHON, "-m", SCRIPTS[w.name], "--gym-id", w.env, "--seed", str(seed),
-            "--total-timesteps", str(w.cap), "--cuda", "False"], None
+    return [
+        common.ANCHOR_PYTHON,
+        "-m",
+        SCRIPTS[w.name],
+        "--gym-id",
+        w.env,
+        "--seed",
+        str(seed),
+        "--total-timesteps",
+        str(w.cap),
+        "--cuda",
+        "False",
+    ], None
 
 
 def parse(line: str, now: float, run: common.Run, window) -> bool:

@@ -9,6 +9,7 @@ times them itself from the moment it started the child.
 
 Stdlib only at import time (the parent may run under any venv); the child side imports psutil lazily.
 """
+
 from __future__ import annotations
 
 import json
@@ -18,8 +19,8 @@ import sys
 import tempfile
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ANCHOR_PYTHON = os.path.join(HERE, ".venv", "bin", "python")
@@ -34,18 +35,30 @@ class Workload:
     env: str
     threshold: float | None  # mean return of the last `window` episodes that counts as solved
     window: int
-    cap: int                 # env steps: the run stops there, solved=False if the threshold was not reached
+    cap: int  # env steps: the run stops there, solved=False if the threshold was not reached
     what: str
 
 
 WORKLOADS = {
-    "W1": Workload("W1", "ppo", "CartPole-v1", 475.0, 100, 300_000, "PPO CartPole-v1: time to last-100 mean >= 475"),
-    "W2": Workload("W2", "dqn", "CartPole-v1", 475.0, 100, 200_000, "DQN CartPole-v1: time to last-100 mean >= 475"),
+    "W1": Workload(
+        "W1", "ppo", "CartPole-v1", 475.0, 100, 300_000, "PPO CartPole-v1: time to last-100 mean >= 475"
+    ),
+    "W2": Workload(
+        "W2", "dqn", "CartPole-v1", 475.0, 100, 200_000, "DQN CartPole-v1: time to last-100 mean >= 475"
+    ),
     "W3": Workload("W3", "random", "CartPole-v1", None, 100, 0, "raw env limit: random actions, env steps/s"),
-    "W4": Workload("W4", "ppo", "HalfCheetah-v5", None, 10, 50_000, "PPO HalfCheetah-v5: env steps/s over 50k steps"),
-    "W4R": Workload("W4R", "ppo", "HalfCheetah-v5", None, 10, 300_000, "PPO HalfCheetah-v5: return at 300k steps"),
-    "W5": Workload("W5", "ppo", "CartPole-v1", None, 100, 0, "time from process start to the first finished iteration"),
-    "W6": Workload("W6", "sac", "Pendulum-v1", -200.0, 10, 20_000, "SAC Pendulum-v1: time to last-10 mean >= -200"),
+    "W4": Workload(
+        "W4", "ppo", "HalfCheetah-v5", None, 10, 50_000, "PPO HalfCheetah-v5: env steps/s over 50k steps"
+    ),
+    "W4R": Workload(
+        "W4R", "ppo", "HalfCheetah-v5", None, 10, 300_000, "PPO HalfCheetah-v5: return at 300k steps"
+    ),
+    "W5": Workload(
+        "W5", "ppo", "CartPole-v1", None, 100, 0, "time from process start to the first finished iteration"
+    ),
+    "W6": Workload(
+        "W6", "sac", "Pendulum-v1", -200.0, 10, 20_000, "SAC Pendulum-v1: time to last-10 mean >= -200"
+    ),
 }
 
 
@@ -78,7 +91,9 @@ class Reporter:
     def emit(self, **fields) -> None:
         print(PREFIX + json.dumps(fields), flush=True)
 
-    def progress(self, steps: int, updates: int | None = None, mean: float | None = None, force: bool = False) -> bool:
+    def progress(
+        self, steps: int, updates: int | None = None, mean: float | None = None, force: bool = False
+    ) -> bool:
         """Record the step/update counts; returns True once the threshold is reached (stop training)."""
         self.steps = int(steps)
         if updates is not None:
@@ -88,8 +103,7 @@ class Reporter:
         if force or now - self._last >= self.every_s:
             self._last = now
             self.emit(t=now, steps=self.steps, ret=mean, updates=self.updates)
-        if (not self.solved and self.w.threshold is not None and mean is not None
-                and mean >= self.w.threshold):
+        if not self.solved and self.w.threshold is not None and mean is not None and mean >= self.w.threshold:
             self.solved = True
             self.emit(event="solved", t=now, steps=self.steps, ret=mean, updates=self.updates)
         return self.solved
@@ -126,9 +140,15 @@ def steady_rate(points: list[list[float]], col: int = 1, skip_frac: float = 0.1)
     return (final - start[col]) / dt if dt > 0 else None
 
 
-def run_child(run: Run, cmd: list[str], workload: Workload, timeout_s: float,
-              line_parser: Callable[[str, float, Run, "_EpisodeWindow"], bool] | None = None,
-              cwd: str | None = None, env: dict | None = None) -> dict:
+def run_child(
+    run: Run,
+    cmd: list[str],
+    workload: Workload,
+    timeout_s: float,
+    line_parser: Callable[[str, float, Run, _EpisodeWindow], bool] | None = None,
+    cwd: str | None = None,
+    env: dict | None = None,
+) -> dict:
     """Start the child, read its stdout line by line, stop it once it reports `solved` (or the parser says
     so), and return the one-line result dict."""
     window = _EpisodeWindow(workload)
@@ -137,8 +157,16 @@ def run_child(run: Run, cmd: list[str], workload: Workload, timeout_s: float,
     child_env = dict(os.environ, PYTHONUNBUFFERED="1", RAY_USAGE_STATS_ENABLED="0", TF_CPP_MIN_LOG_LEVEL="3")
     child_env.update(env or {})
     tail: deque[str] = deque(maxlen=40)
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                            cwd=cwd, env=child_env, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        bufsize=1,
+        cwd=cwd,
+        env=child_env,
+        start_new_session=True,
+    )
     stop = False
     try:
         for line in proc.stdout:
@@ -147,7 +175,7 @@ def run_child(run: Run, cmd: list[str], workload: Workload, timeout_s: float,
                 run.error = f"timeout after {timeout_s:.0f} s"
                 break
             if line.startswith(PREFIX):
-                ev = json.loads(line[len(PREFIX):])
+                ev = json.loads(line[len(PREFIX) :])
                 kind = ev.get("event")
                 if kind is None:
                     run.curve.append([ev["t"], ev["steps"], ev["ret"]])
@@ -175,7 +203,13 @@ def run_child(run: Run, cmd: list[str], workload: Workload, timeout_s: float,
             _terminate(proc)
         proc.wait()
     wall = time.time() - start
-    if proc.returncode not in (0, None) and not stop and not run.error and run.solved_t is None and not run.curve:
+    if (
+        proc.returncode not in (0, None)
+        and not stop
+        and not run.error
+        and run.solved_t is None
+        and not run.curve
+    ):
         run.error = f"exit {proc.returncode}: " + " | ".join(list(tail)[-6:])
     elif proc.returncode not in (0, None, -15, -9) and not stop and not run.error:
         run.error = f"exit {proc.returncode}: " + " | ".join(list(tail)[-3:])
@@ -231,7 +265,10 @@ def finish(run: Run, workload: Workload, wall: float, load_before: float) -> dic
     steps = run.solved_steps if run.solved_steps is not None else last[1]
     upd = steady_rate(run.updates) if run.updates and run.updates[-1][1] else None
     out = {
-        "library": run.library, "version": run.version, "workload": run.workload, "variant": run.variant,
+        "library": run.library,
+        "version": run.version,
+        "workload": run.workload,
+        "variant": run.variant,
         "seed": run.seed,
         "solved": run.solved_t is not None,
         "time_to_solve_s": round(run.solved_t, 3) if run.solved_t is not None else None,
@@ -241,7 +278,8 @@ def finish(run: Run, workload: Workload, wall: float, load_before: float) -> dic
         "updates_per_s": _round(run.extra.get("updates_per_s", upd)),
         "final_return": _round(last[2]),
         "wall_s": round(wall, 3),
-        "load1_before": round(load_before, 2), "load1_after": round(os.getloadavg()[0], 2),
+        "load1_before": round(load_before, 2),
+        "load1_after": round(os.getloadavg()[0], 2),
         "curve_file": os.path.relpath(curve_file, os.path.dirname(RESULTS_DIR)) if curve_file else "",
         "error": run.error,
     }
@@ -255,8 +293,15 @@ def _round(x):
     return None if x is None else round(float(x), 2)
 
 
-def cli(library: str, make_cmd: Callable, version: Callable[[], str], default_timeout: float = 900.0,
-        variants: dict[str, list[str]] | None = None, line_parser=None, child_main: Callable | None = None) -> None:
+def cli(
+    library: str,
+    make_cmd: Callable,
+    version: Callable[[], str],
+    default_timeout: float = 900.0,
+    variants: dict[str, list[str]] | None = None,
+    line_parser=None,
+    child_main: Callable | None = None,
+) -> None:
     """The shared command line of every runner: `--workload W --seed S [--variant V]` runs the child and prints
     one JSON line; `--child ...` is the child itself."""
     import argparse
@@ -276,8 +321,18 @@ def cli(library: str, make_cmd: Callable, version: Callable[[], str], default_ti
     try:
         cmd, cwd = make_cmd(w, args.seed, args.variant)
     except NotImplementedError as exc:
-        print(json.dumps({"library": library, "workload": w.name, "variant": args.variant, "seed": args.seed,
-                          "solved": False, "error": f"not run: {exc}"}))
+        print(
+            json.dumps(
+                {
+                    "library": library,
+                    "workload": w.name,
+                    "variant": args.variant,
+                    "seed": args.seed,
+                    "solved": False,
+                    "error": f"not run: {exc}",
+                }
+            )
+        )
         return
     with tempfile.TemporaryDirectory(prefix=f"anchor_{library}_") as tmp:
         result = run_child(run, cmd, w, args.timeout, line_parser=line_parser, cwd=cwd or tmp)
@@ -287,16 +342,29 @@ def cli(library: str, make_cmd: Callable, version: Callable[[], str], default_ti
 def anchor_version(module: str) -> str:
     """A package's version inside the anchors venv, without importing it here."""
     try:
-        out = subprocess.run([ANCHOR_PYTHON, "-c", f"import importlib.metadata as m; print(m.version('{module}'))"],
-                             capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [ANCHOR_PYTHON, "-c", f"import importlib.metadata as m; print(m.version('{module}'))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         return out.stdout.strip() or "?"
     except (OSError, subprocess.TimeoutExpired):
         return "?"
 
 
 def self_cmd(script: str, w: Workload, seed: int, variant: str, python: str = ANCHOR_PYTHON) -> list[str]:
-    return [python, os.path.abspath(script), "--child", "--workload", w.name, "--seed", str(seed),
-            "--variant", variant]
+    return [
+        python,
+        os.path.abspath(script),
+        "--child",
+        "--workload",
+        w.name,
+        "--seed",
+        str(seed),
+        "--variant",
+        variant,
+    ]
 
 
 if __name__ == "__main__":

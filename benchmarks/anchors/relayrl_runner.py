@@ -1,6 +1,6 @@
 """relayrl side of the anchors: runs `relayrl train ALGO ENV ... --json` in a fresh process (so the wall clock
 includes interpreter start, imports, TF and Ray start, as for the incumbents) with relayrl's tuned defaults
-(relayrl/tuned/<algo>-<env>.yaml, applied by the CLI), and prints one JSON line (see common.py).
+(relayrl/core/tuned/<algo>-<env>.yaml, applied by the CLI), and prints one JSON line (see common.py).
 
     .venv/bin/python benchmarks/anchors/relayrl_runner.py --workload W1 --seed 0 [--variant w2]
 
@@ -13,6 +13,7 @@ The learning curve comes from the CLI's progress lines (stderr, at most every 0.
 from the moment it started the child; time_to_solve_s is the CLI's own figure (time since the child process
 was created, psutil's create_time).
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,11 @@ def relayrl_python() -> str:
 def relayrl_version() -> str:
     import subprocess
 
-    out = subprocess.run([relayrl_python(), "-c", "import importlib.metadata as m; print(m.version('relayrl'))"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [relayrl_python(), "-c", "import importlib.metadata as m; print(m.version('relayrl'))"],
+        capture_output=True,
+        text=True,
+    )
     rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     return f"{out.stdout.strip() or '?'}+{rev.stdout.strip() or '?'}"
 
@@ -47,8 +51,19 @@ def make_cmd(w: common.Workload, seed: int, variant: str):
     if w.name == "W3":
         return common.self_cmd(__file__, w, seed, variant, python=relayrl_python()), None
     workers = 2 if variant == "w2" else 0
-    cmd = [os.path.join(VENV_BIN, "relayrl"), "train", w.algo, w.env, "--seed", str(seed), "--workers", str(workers),
-           "--json", "--logdir", os.path.join("tb")]
+    cmd = [
+        os.path.join(VENV_BIN, "relayrl"),
+        "train",
+        w.algo,
+        w.env,
+        "--seed",
+        str(seed),
+        "--workers",
+        str(workers),
+        "--json",
+        "--logdir",
+        os.path.join("tb"),
+    ]
     if w.name == "W5":
         cmd += ["--stop-iters", "1"]
     else:
@@ -107,14 +122,22 @@ def w3_child(w: common.Workload, seed: int, variant: str, seconds: float = 4.0) 
                     env.step(a)
             return len(actions) * num_envs
     elif variant.startswith("worker"):
-        from relayrl import networks
-        from relayrl.config import DEFAULT_MODEL
-        from relayrl.rollout import RolloutWorker, SamplerSettings
+        from relayrl.core.config import DEFAULT_MODEL
+        from relayrl.models import networks
+        from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
 
         probe = gym.make(w.env)
         spec = networks.spec_from_spaces(probe.observation_space, probe.action_space, DEFAULT_MODEL)
-        settings = SamplerSettings(env=w.env, env_config={}, num_envs=num_envs, fragment_length=256, spec=spec,
-                                   gamma=0.99, lambda_=0.95, seed=seed)
+        settings = SamplerSettings(
+            env=w.env,
+            env_config={},
+            num_envs=num_envs,
+            fragment_length=256,
+            spec=spec,
+            gamma=0.99,
+            lambda_=0.95,
+            seed=seed,
+        )
         worker = RolloutWorker(settings)
         worker.set_weights(networks.init_weights(spec, np.random.default_rng(seed)), 0)
 
@@ -128,11 +151,22 @@ def w3_child(w: common.Workload, seed: int, variant: str, seconds: float = 4.0) 
     while time.perf_counter() - start < seconds:
         steps += chunk()
     rate = steps / (time.perf_counter() - start)
-    print(common.PREFIX + json.dumps({"event": "done", "steps_per_s": rate, "env_steps": steps,
-                                      "num_envs": num_envs,
-                                      "library": "gymnasium" if variant.startswith("raw") else "relayrl"}),
-          flush=True)
+    print(
+        common.PREFIX
+        + json.dumps(
+            {
+                "event": "done",
+                "steps_per_s": rate,
+                "env_steps": steps,
+                "num_envs": num_envs,
+                "library": "gymnasium" if variant.startswith("raw") else "relayrl",
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":
-    common.cli("relayrl", make_cmd, relayrl_version, line_parser=parse, child_main=w3_child, default_timeout=1200)
+    common.cli(
+        "relayrl", make_cmd, relayrl_version, line_parser=parse, child_main=w3_child, default_timeout=1200
+    )

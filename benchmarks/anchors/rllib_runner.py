@@ -18,6 +18,7 @@ value here):
   W5  W1's config; variant r0 = no env runners (sampling in the driver), r2 = 2 env runners.
 Ray is started with the dashboard off (as relayrl starts it by default) and usage stats off.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,63 +44,124 @@ def _get(result: dict, *paths: str):
 def _learner_updates(result: dict, batch_rows: int | None) -> int | None:
     """Gradient updates so far, for the off-policy learners (one update = one train batch of `batch_rows`):
     RLlib logs the rows its module trained on (`num_module_steps_trained_lifetime`)."""
-    rows = _get(result, "learners/default_policy/num_module_steps_trained_lifetime",
-                "learners/__all_modules__/num_module_steps_trained_lifetime",
-                "learners/__all_modules__/num_env_steps_trained_lifetime")
+    rows = _get(
+        result,
+        "learners/default_policy/num_module_steps_trained_lifetime",
+        "learners/__all_modules__/num_module_steps_trained_lifetime",
+        "learners/__all_modules__/num_env_steps_trained_lifetime",
+    )
     return int(rows // batch_rows) if rows is not None and batch_rows else None
 
 
 def config_for(w: common.Workload, seed: int, variant: str):
-    import ray
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 
     if w.algo == "ppo" and w.env == "CartPole-v1":
         from ray.rllib.algorithms.ppo import PPOConfig
 
-        config = (PPOConfig().environment("CartPole-v1")
-                  .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01)
-                  .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[32], fcnet_activation="linear",
-                                                             vf_share_layers=True)))
+        config = (
+            PPOConfig()
+            .environment("CartPole-v1")
+            .training(lr=0.0003, num_epochs=6, vf_loss_coeff=0.01)
+            .rl_module(
+                model_config=DefaultModelConfig(
+                    fcnet_hiddens=[32], fcnet_activation="linear", vf_share_layers=True
+                )
+            )
+        )
         if variant in ("r0", "r2"):
             config = config.env_runners(num_env_runners=int(variant[1]))
     elif w.algo == "dqn":
         from ray.rllib.algorithms.dqn import DQNConfig
 
-        config = (DQNConfig().environment("CartPole-v1")
-                  .training(lr=0.0005, train_batch_size_per_learner=32,
-                            replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 50000,
-                                                  "alpha": 0.6, "beta": 0.4},
-                            n_step=(2, 5), double_q=True, dueling=True, epsilon=[(0, 1.0), (10000, 0.02)])
-                  .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[256], fcnet_activation="tanh",
-                                                             fcnet_bias_initializer="zeros_",
-                                                             head_fcnet_bias_initializer="zeros_",
-                                                             head_fcnet_hiddens=[256])))
+        config = (
+            DQNConfig()
+            .environment("CartPole-v1")
+            .training(
+                lr=0.0005,
+                train_batch_size_per_learner=32,
+                replay_buffer_config={
+                    "type": "PrioritizedEpisodeReplayBuffer",
+                    "capacity": 50000,
+                    "alpha": 0.6,
+                    "beta": 0.4,
+                },
+                n_step=(2, 5),
+                double_q=True,
+                dueling=True,
+                epsilon=[(0, 1.0), (10000, 0.02)],
+            )
+            .rl_module(
+                model_config=DefaultModelConfig(
+                    fcnet_hiddens=[256],
+                    fcnet_activation="tanh",
+                    fcnet_bias_initializer="zeros_",
+                    head_fcnet_bias_initializer="zeros_",
+                    head_fcnet_hiddens=[256],
+                )
+            )
+        )
     elif w.algo == "ppo":
         from ray.rllib.algorithms.ppo import PPOConfig
 
-        config = (PPOConfig().environment(w.env)
-                  .env_runners(num_env_runners=2, rollout_fragment_length=512)
-                  .training(gamma=0.99, lambda_=0.95, lr=0.0003, num_epochs=15, train_batch_size=32 * 512,
-                            minibatch_size=4096, vf_loss_coeff=0.01)
-                  .rl_module(model_config=DefaultModelConfig(fcnet_hiddens=[64, 64], fcnet_activation="tanh",
-                                                             vf_share_layers=True))
-                  .reporting(metrics_num_episodes_for_smoothing=5, min_sample_timesteps_per_iteration=1000))
+        config = (
+            PPOConfig()
+            .environment(w.env)
+            .env_runners(num_env_runners=2, rollout_fragment_length=512)
+            .training(
+                gamma=0.99,
+                lambda_=0.95,
+                lr=0.0003,
+                num_epochs=15,
+                train_batch_size=32 * 512,
+                minibatch_size=4096,
+                vf_loss_coeff=0.01,
+            )
+            .rl_module(
+                model_config=DefaultModelConfig(
+                    fcnet_hiddens=[64, 64], fcnet_activation="tanh", vf_share_layers=True
+                )
+            )
+            .reporting(metrics_num_episodes_for_smoothing=5, min_sample_timesteps_per_iteration=1000)
+        )
     elif w.algo == "sac":
         from ray.rllib.algorithms.sac.sac import SACConfig
         from torch import nn
 
-        config = (SACConfig().environment("Pendulum-v1")
-                  .training(initial_alpha=1.001, actor_lr=2e-4, critic_lr=8e-4, alpha_lr=9e-4, lr=None,
-                            target_entropy="auto", n_step=(2, 5), tau=0.005, train_batch_size_per_learner=256,
-                            target_network_update_freq=1,
-                            replay_buffer_config={"type": "PrioritizedEpisodeReplayBuffer", "capacity": 100000,
-                                                  "alpha": 1.0, "beta": 0.0},
-                            num_steps_sampled_before_learning_starts=256)
-                  .rl_module(model_config=DefaultModelConfig(
-                      fcnet_hiddens=[256, 256], fcnet_activation="relu",
-                      fcnet_kernel_initializer=nn.init.xavier_uniform_, head_fcnet_hiddens=[],
-                      head_fcnet_activation=None, head_fcnet_kernel_initializer="orthogonal_",
-                      head_fcnet_kernel_initializer_kwargs={"gain": 0.01})))
+        config = (
+            SACConfig()
+            .environment("Pendulum-v1")
+            .training(
+                initial_alpha=1.001,
+                actor_lr=2e-4,
+                critic_lr=8e-4,
+                alpha_lr=9e-4,
+                lr=None,
+                target_entropy="auto",
+                n_step=(2, 5),
+                tau=0.005,
+                train_batch_size_per_learner=256,
+                target_network_update_freq=1,
+                replay_buffer_config={
+                    "type": "PrioritizedEpisodeReplayBuffer",
+                    "capacity": 100000,
+                    "alpha": 1.0,
+                    "beta": 0.0,
+                },
+                num_steps_sampled_before_learning_starts=256,
+            )
+            .rl_module(
+                model_config=DefaultModelConfig(
+                    fcnet_hiddens=[256, 256],
+                    fcnet_activation="relu",
+                    fcnet_kernel_initializer=nn.init.xavier_uniform_,
+                    head_fcnet_hiddens=[],
+                    head_fcnet_activation=None,
+                    head_fcnet_kernel_initializer="orthogonal_",
+                    head_fcnet_kernel_initializer_kwargs={"gain": 0.01},
+                )
+            )
+        )
     else:
         raise SystemExit(f"rllib_runner: no workload {w.name}")
     if w.window != 100 or w.algo == "sac":
@@ -124,7 +186,9 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
     while True:
         result = algo.train()
         iteration += 1
-        steps = _get(result, "env_runners/num_env_steps_sampled_lifetime", "num_env_steps_sampled_lifetime") or 0
+        steps = (
+            _get(result, "env_runners/num_env_steps_sampled_lifetime", "num_env_steps_sampled_lifetime") or 0
+        )
         mean = _get(result, "env_runners/episode_return_mean")
         updates = _learner_updates(result, {"sac": 256, "dqn": 32}.get(w.algo))
         if iteration == 1:
@@ -148,4 +212,6 @@ def make_cmd(w: common.Workload, seed: int, variant: str):
 
 
 if __name__ == "__main__":
-    common.cli("rllib", make_cmd, lambda: common.anchor_version("ray"), child_main=child, default_timeout=1200)
+    common.cli(
+        "rllib", make_cmd, lambda: common.anchor_version("ray"), child_main=child, default_timeout=1200
+    )

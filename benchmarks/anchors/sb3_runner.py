@@ -9,6 +9,7 @@ The zoo's schedules run over its own `n_timesteps`; we train up to the workload'
 schedules are rescaled to reach their zoo values at the same env step (a linear schedule to 0 at 1e5 steps
 stays at 0 past it) -- the zoo's run, step for step, only allowed to continue.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,26 +19,59 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 # rl_zoo3 2.9.2 hyperparams/ppo.yml CartPole-v1
-ZOO_PPO_CARTPOLE = dict(n_envs=8, n_timesteps=100_000, n_steps=32, batch_size=256, gae_lambda=0.8, gamma=0.98,
-                        n_epochs=20, ent_coef=0.0, learning_rate=("lin", 0.001), clip_range=("lin", 0.2))
+ZOO_PPO_CARTPOLE = dict(
+    n_envs=8,
+    n_timesteps=100_000,
+    n_steps=32,
+    batch_size=256,
+    gae_lambda=0.8,
+    gamma=0.98,
+    n_epochs=20,
+    ent_coef=0.0,
+    learning_rate=("lin", 0.001),
+    clip_range=("lin", 0.2),
+)
 # rl_zoo3 2.9.2 hyperparams/dqn.yml CartPole-v1
-ZOO_DQN_CARTPOLE = dict(n_timesteps=50_000, learning_rate=2.3e-3, batch_size=64, buffer_size=100_000,
-                        learning_starts=1000, gamma=0.99, target_update_interval=10, train_freq=256,
-                        gradient_steps=128, exploration_fraction=0.16, exploration_final_eps=0.04,
-                        net_arch=[256, 256])
+ZOO_DQN_CARTPOLE = dict(
+    n_timesteps=50_000,
+    learning_rate=2.3e-3,
+    batch_size=64,
+    buffer_size=100_000,
+    learning_starts=1000,
+    gamma=0.99,
+    target_update_interval=10,
+    train_freq=256,
+    gradient_steps=128,
+    exploration_fraction=0.16,
+    exploration_final_eps=0.04,
+    net_arch=[256, 256],
+)
 # rl_zoo3 2.9.2 hyperparams/ppo.yml HalfCheetah-v4 (normalize: true -> VecNormalize)
-ZOO_PPO_HALFCHEETAH = dict(n_envs=1, n_timesteps=1_000_000, batch_size=64, n_steps=512, gamma=0.98,
-                           learning_rate=2.0633e-05, ent_coef=0.000401762, clip_range=0.1, n_epochs=20,
-                           gae_lambda=0.92, max_grad_norm=0.8, vf_coef=0.58096)
+ZOO_PPO_HALFCHEETAH = dict(
+    n_envs=1,
+    n_timesteps=1_000_000,
+    batch_size=64,
+    n_steps=512,
+    gamma=0.98,
+    learning_rate=2.0633e-05,
+    ent_coef=0.000401762,
+    clip_range=0.1,
+    n_epochs=20,
+    gae_lambda=0.92,
+    max_grad_norm=0.8,
+    vf_coef=0.58096,
+)
 # rl_zoo3 2.9.2 hyperparams/sac.yml Pendulum-v1
 ZOO_SAC_PENDULUM = dict(n_timesteps=20_000, learning_rate=1e-3)
 
 
 def _linear(start: float, zoo_steps: int, total: int):
     """The zoo's `lin_X` (X * progress_remaining over zoo_steps), expressed against our `total` steps."""
+
     def schedule(progress_remaining: float) -> float:
         done = (1.0 - progress_remaining) * total
         return start * max(0.0, 1.0 - done / zoo_steps)
+
     return schedule
 
 
@@ -49,7 +83,7 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    # One torch thread, as relayrl gives TensorFlow for MLPs (relayrl/placement.py): with 2 threads torch's
+    # One torch thread, as relayrl gives TensorFlow for MLPs (relayrl/learning/placement.py): with 2 threads torch's
     # OpenMP pool spin-waits whenever other processes hold the cores (seen here: ~100 env steps/s for the
     # first 130 s of a W1 run while other sessions ran tests, 4.6k steps/s once they stopped).
     torch.set_num_threads(int(os.environ.get("ANCHOR_TORCH_THREADS", "1")))
@@ -73,30 +107,66 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
     if w.algo == "ppo" and w.env == "CartPole-v1":
         hp = ZOO_PPO_CARTPOLE
         env = make_vec_env(w.env, n_envs=hp["n_envs"], seed=seed)
-        model = PPO("MlpPolicy", env, n_steps=hp["n_steps"], batch_size=hp["batch_size"], gae_lambda=hp["gae_lambda"],
-                    gamma=hp["gamma"], n_epochs=hp["n_epochs"], ent_coef=hp["ent_coef"],
-                    learning_rate=_linear(0.001, hp["n_timesteps"], total),
-                    clip_range=_linear(0.2, hp["n_timesteps"], total), seed=seed, device="cpu")
+        model = PPO(
+            "MlpPolicy",
+            env,
+            n_steps=hp["n_steps"],
+            batch_size=hp["batch_size"],
+            gae_lambda=hp["gae_lambda"],
+            gamma=hp["gamma"],
+            n_epochs=hp["n_epochs"],
+            ent_coef=hp["ent_coef"],
+            learning_rate=_linear(0.001, hp["n_timesteps"], total),
+            clip_range=_linear(0.2, hp["n_timesteps"], total),
+            seed=seed,
+            device="cpu",
+        )
     elif w.algo == "dqn":
         hp = ZOO_DQN_CARTPOLE
         env = make_vec_env(w.env, n_envs=1, seed=seed)
-        model = DQN("MlpPolicy", env, learning_rate=hp["learning_rate"], batch_size=hp["batch_size"],
-                    buffer_size=hp["buffer_size"], learning_starts=hp["learning_starts"], gamma=hp["gamma"],
-                    target_update_interval=hp["target_update_interval"], train_freq=hp["train_freq"],
-                    gradient_steps=hp["gradient_steps"],
-                    # epsilon reaches its floor at the same env step as in the zoo's 5e4-step run
-                    exploration_fraction=hp["exploration_fraction"] * hp["n_timesteps"] / total,
-                    exploration_final_eps=hp["exploration_final_eps"],
-                    policy_kwargs=dict(net_arch=hp["net_arch"]), seed=seed, device="cpu")
+        model = DQN(
+            "MlpPolicy",
+            env,
+            learning_rate=hp["learning_rate"],
+            batch_size=hp["batch_size"],
+            buffer_size=hp["buffer_size"],
+            learning_starts=hp["learning_starts"],
+            gamma=hp["gamma"],
+            target_update_interval=hp["target_update_interval"],
+            train_freq=hp["train_freq"],
+            gradient_steps=hp["gradient_steps"],
+            # epsilon reaches its floor at the same env step as in the zoo's 5e4-step run
+            exploration_fraction=hp["exploration_fraction"] * hp["n_timesteps"] / total,
+            exploration_final_eps=hp["exploration_final_eps"],
+            policy_kwargs=dict(net_arch=hp["net_arch"]),
+            seed=seed,
+            device="cpu",
+        )
     elif w.algo == "ppo" and w.env.startswith("HalfCheetah"):
         hp = ZOO_PPO_HALFCHEETAH
         env = VecNormalize(make_vec_env(w.env, n_envs=hp["n_envs"], seed=seed), gamma=hp["gamma"])
-        model = PPO("MlpPolicy", env, batch_size=hp["batch_size"], n_steps=hp["n_steps"], gamma=hp["gamma"],
-                    learning_rate=hp["learning_rate"], ent_coef=hp["ent_coef"], clip_range=hp["clip_range"],
-                    n_epochs=hp["n_epochs"], gae_lambda=hp["gae_lambda"], max_grad_norm=hp["max_grad_norm"],
-                    vf_coef=hp["vf_coef"], seed=seed, device="cpu",
-                    policy_kwargs=dict(log_std_init=-2, ortho_init=False, activation_fn=torch.nn.ReLU,
-                                       net_arch=dict(pi=[256, 256], vf=[256, 256])))
+        model = PPO(
+            "MlpPolicy",
+            env,
+            batch_size=hp["batch_size"],
+            n_steps=hp["n_steps"],
+            gamma=hp["gamma"],
+            learning_rate=hp["learning_rate"],
+            ent_coef=hp["ent_coef"],
+            clip_range=hp["clip_range"],
+            n_epochs=hp["n_epochs"],
+            gae_lambda=hp["gae_lambda"],
+            max_grad_norm=hp["max_grad_norm"],
+            vf_coef=hp["vf_coef"],
+            seed=seed,
+            device="cpu",
+            policy_kwargs=dict(
+                log_std_init=-2,
+                ortho_init=False,
+                activation_fn=torch.nn.ReLU,
+                net_arch=dict(pi=[256, 256], vf=[256, 256]),
+            ),
+        )
     elif w.algo == "sac":
         hp = ZOO_SAC_PENDULUM
         env = make_vec_env(w.env, n_envs=1, seed=seed)

@@ -12,8 +12,13 @@ Modules: `wire` (JSON <-> numpy, request validation), `batcher` (one forward pas
 `episodes` (episode bookkeeping, fragments for the normal training path), `http_server`, `limits` (what
 one peer may hold), `serve` (the algorithm behind the server), `client`.
 """
-from relayrl.policy_server.client import (EpisodeLostError, PolicyClient, PolicyServerError,
-                                          PolicyServerUnavailable)
+
+from relayrl.policy_server.client import (
+    EpisodeLostError,
+    PolicyClient,
+    PolicyServerError,
+    PolicyServerUnavailable,
+)
 from relayrl.policy_server.limits import ServerLimits
 
 __all__ = ["EpisodeLostError", "PolicyClient", "PolicyServerError", "PolicyServerUnavailable", "ServerLimits"]

@@ -5,6 +5,7 @@ collecting for at most `max_wait_s` or until every open episode has a request qu
 can join), and answers the whole batch with one forward pass. New weights are swapped in between
 batches, never during one.
 """
+
 from __future__ import annotations
 
 import queue
@@ -15,8 +16,8 @@ from dataclasses import dataclass, field
 import gymnasium as gym
 import numpy as np
 
-from relayrl.networks import ModelSpec
-from relayrl.policy import Policy
+from relayrl.models.networks import ModelSpec
+from relayrl.models.policy import Policy
 from relayrl.policy_server.wire import RequestError
 
 
@@ -31,8 +32,15 @@ class _Request:
 class InferenceBatcher:
     """One thread owns the Policy; handler threads queue observations and wait for their answer."""
 
-    def __init__(self, spec: ModelSpec, action_space: gym.Space, seed: int | None, max_wait_s: float,
-                 expected_requests, timeout_s: float = 30.0):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        action_space: gym.Space,
+        seed: int | None,
+        max_wait_s: float,
+        expected_requests,
+        timeout_s: float = 30.0,
+    ):
         self.policy = Policy(spec, action_space, seed=seed)
         self.max_wait_s, self.timeout_s = max_wait_s, timeout_s
         self._expected = expected_requests  # () -> how many requests could still join this batch
@@ -110,8 +118,11 @@ class InferenceBatcher:
                 if finite[i]:
                     r.result = (env_actions[i], actions[i], float(logp[i]), float(values[i]), p.version)
                 else:
-                    r.error = RequestError(400, "observation: the network's output for it is not finite "
-                                                "(its values are too large for the model)")
+                    r.error = RequestError(
+                        400,
+                        "observation: the network's output for it is not finite "
+                        "(its values are too large for the model)",
+                    )
         except Exception as exc:  # noqa: BLE001 - reported to every waiting request, the thread lives on
             for r in batch:
                 r.error = exc

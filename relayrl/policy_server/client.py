@@ -23,6 +23,7 @@ request for one raises EpisodeLostError (as does one for an episode the server e
 and the simulator starts a new episode with the same client. Episodes are never restarted silently:
 the simulator's own state would no longer match the episode the server records.
 """
+
 from __future__ import annotations
 
 import http.client
@@ -57,19 +58,27 @@ class PolicyServerUnavailable(ConnectionError):
 
 
 class PolicyClient:
-    def __init__(self, address: str, token: str | None = None, timeout_s: float = 30.0,
-                 batch_rewards: bool = True, reconnect_s: float = 10.0):
+    def __init__(
+        self,
+        address: str,
+        token: str | None = None,
+        timeout_s: float = 30.0,
+        batch_rewards: bool = True,
+        reconnect_s: float = 10.0,
+    ):
         """`timeout_s`: the longest wait for one reply; `reconnect_s`: how long to keep reconnecting to a
         server that went away before raising PolicyServerUnavailable (0: one immediate retry only)."""
         parts = urlsplit(address if "://" in address else f"http://{address}")
         if parts.scheme != "http" or not parts.hostname:
             raise ValueError(f"PolicyClient address {address!r}: expected http://HOST:PORT")
         if not _seconds(timeout_s) or timeout_s == 0:
-            raise ValueError(f"PolicyClient timeout_s = {timeout_s!r}: allowed a finite number of seconds "
-                             f"> 0")
+            raise ValueError(
+                f"PolicyClient timeout_s = {timeout_s!r}: allowed a finite number of seconds > 0"
+            )
         if not _seconds(reconnect_s):
-            raise ValueError(f"PolicyClient reconnect_s = {reconnect_s!r}: allowed a finite number of "
-                             f"seconds >= 0")
+            raise ValueError(
+                f"PolicyClient reconnect_s = {reconnect_s!r}: allowed a finite number of seconds >= 0"
+            )
         self.host, self.port = parts.hostname, parts.port or 80
         self.timeout_s, self.reconnect_s = timeout_s, reconnect_s
         token = token if token is not None else os.environ.get(TOKEN_ENV)
@@ -128,8 +137,11 @@ class PolicyClient:
             started_on = self._episodes.pop(episode_id)
             self._unsent.pop(episode_id, None)
             if exc.status == 404 and started_on is not None and started_on != self.server_id:
-                raise EpisodeLostError(404, f"episode {episode_id!r} was lost: the server restarted since it "
-                                            f"began and does not know it; start a new episode") from None
+                raise EpisodeLostError(
+                    404,
+                    f"episode {episode_id!r} was lost: the server restarted since it "
+                    f"began and does not know it; start a new episode",
+                ) from None
             raise EpisodeLostError(exc.status, str(exc).removeprefix(f"HTTP {exc.status}: ")) from None
 
     def _request(self, method: str, path: str, data: bytes | None) -> dict:
@@ -153,7 +165,8 @@ class PolicyClient:
                     raise failure
                 raise PolicyServerUnavailable(
                     f"no policy server answered at {self.host}:{self.port} for {self.reconnect_s:g} s "
-                    f"({type(failure).__name__}: {failure})") from failure
+                    f"({type(failure).__name__}: {failure})"
+                ) from failure
             time.sleep(wait)
             wait = min(2 * wait, BACKOFF_S[1])
         try:

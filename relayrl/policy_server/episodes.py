@@ -22,6 +22,7 @@ episode's cut steps are checked before they join a fragment: steps whose advanta
 float32, or so large that squaring them in the update would overflow, are dropped with a logged
 warning naming the episode, and the episode's return is not reported.
 """
+
 from __future__ import annotations
 
 import logging
@@ -34,12 +35,12 @@ from collections import OrderedDict
 import gymnasium as gym
 import numpy as np
 
-from relayrl import ops
-from relayrl.networks import ModelSpec
+from relayrl.core import ops
+from relayrl.core.types import Fragment
+from relayrl.models.networks import ModelSpec
 from relayrl.policy_server.batcher import InferenceBatcher
 from relayrl.policy_server.wire import F32_MAX, RequestError
-from relayrl.rollout import batch_spec
-from relayrl.types import Fragment
+from relayrl.sampling.rollout import batch_spec
 
 log = logging.getLogger("relayrl.policy_server")
 RETIRED_REMEMBERED = 10_000  # evicted / expired ids answered 410 with the reason (older ones: 404)
@@ -54,7 +55,9 @@ class _Episode:
 
     def __init__(self, episode_id: str) -> None:
         self.episode_id = episode_id
-        self.steps: list[tuple] = []  # (x, action, logp, value, reward, next_value, terminated, done, version)
+        self.steps: list[
+            tuple
+        ] = []  # (x, action, logp, value, reward, next_value, terminated, done, version)
         self.open: list | None = None  # [x, action, logp, value, reward so far, version]
         self.busy = False  # a request of this episode is being answered
         self.ep_return, self.ep_length = 0.0, 0
@@ -75,9 +78,18 @@ class ExternalEpisodes:
 
     num_workers = 0
 
-    def __init__(self, spec: ModelSpec, action_space: gym.Space, train_batch_size: int, gamma: float,
-                 lambda_: float, seed: int | None = None, max_episodes: int = 10_000, max_wait_s: float = 0.002,
-                 idle_timeout_s: float = 600.0):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        action_space: gym.Space,
+        train_batch_size: int,
+        gamma: float,
+        lambda_: float,
+        seed: int | None = None,
+        max_episodes: int = 10_000,
+        max_wait_s: float = 0.002,
+        idle_timeout_s: float = 600.0,
+    ):
         self.spec, self.train_batch_size, self.gamma, self.lambda_ = spec, train_batch_size, gamma, lambda_
         self.max_episodes, self.idle_timeout_s = max_episodes, idle_timeout_s
         # |advantage| (= |value target - value|) above this could overflow float32 where the update squares
@@ -118,11 +130,16 @@ class ExternalEpisodes:
         self.batcher.stop()
 
     def status(self) -> dict:
-        return {"open_episodes": len(self._episodes), "expired_episodes": self.expired,
-                "evicted_episodes": self.evicted, "dropped_steps": self.dropped_steps,
-                "complete_steps_waiting": self._complete_steps,
-                "served_weights_version": self.batcher.policy.version, "inference_batches": self.batcher.batches,
-                "inference_requests": self.batcher.requests}
+        return {
+            "open_episodes": len(self._episodes),
+            "expired_episodes": self.expired,
+            "evicted_episodes": self.evicted,
+            "dropped_steps": self.dropped_steps,
+            "complete_steps_waiting": self._complete_steps,
+            "served_weights_version": self.batcher.policy.version,
+            "inference_batches": self.batcher.batches,
+            "inference_requests": self.batcher.requests,
+        }
 
     def sample(self) -> list[Fragment]:
         """Block until train_batch_size learnable complete steps exist; return them as one fragment."""
@@ -135,11 +152,17 @@ class ExternalEpisodes:
         ready, self._ready = self._ready, []
         data = {k: np.concatenate([columns[k] for columns, _ in ready]) for k in self._batch_spec}
         reported = [ep for ep in finished if not ep.dropped and abs(ep.ep_return) <= F32_MAX]
-        return [Fragment(data=data, version=min(version for _, version in ready), worker_index=0,
-                         env_steps=len(data["obs"]),
-                         episode_returns=np.asarray([ep.ep_return for ep in reported], np.float32),
-                         episode_lengths=np.asarray([ep.ep_length for ep in reported], np.int64),
-                         sample_time_s=time.perf_counter() - start)]
+        return [
+            Fragment(
+                data=data,
+                version=min(version for _, version in ready),
+                worker_index=0,
+                env_steps=len(data["obs"]),
+                episode_returns=np.asarray([ep.ep_return for ep in reported], np.float32),
+                episode_lengths=np.asarray([ep.ep_length for ep in reported], np.int64),
+                sample_time_s=time.perf_counter() - start,
+            )
+        ]
 
     def _cut(self) -> tuple[list[tuple[_Episode, list]], list[_Episode]]:
         """Wait for the missing complete steps, then take every episode's complete steps."""
@@ -164,20 +187,38 @@ class ExternalEpisodes:
         col = lambda seq, dtype: np.asarray(seq, dtype).reshape(-1, 1)  # noqa: E731 - [T, 1] for ops.gae
         values = col(value, np.float32)
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is what the check below looks for
-            adv = ops.gae(col(reward, np.float32), values, col(next_value, np.float32), col(terminated, bool),
-                          col(done, bool), self.gamma, self.lambda_)[:, 0]
+            adv = ops.gae(
+                col(reward, np.float32),
+                values,
+                col(next_value, np.float32),
+                col(terminated, bool),
+                col(done, bool),
+                self.gamma,
+                self.lambda_,
+            )[:, 0]
             targets = adv + values[:, 0]
         finite = np.isfinite(adv).all() and np.isfinite(targets).all()
         largest = float(np.max(np.abs(adv))) if finite else math.inf
         if largest > self.advantage_bound:
             ep.dropped = True
             self.dropped_steps += len(steps)
-            log.warning("policy server: dropping %d steps of episode %r: their advantages reach %.3g, "
-                        "beyond +-%.3g (rewards too large: the update would overflow float32)", len(steps),
-                        ep.episode_id, largest, self.advantage_bound)
+            log.warning(
+                "policy server: dropping %d steps of episode %r: their advantages reach %.3g, "
+                "beyond +-%.3g (rewards too large: the update would overflow float32)",
+                len(steps),
+                ep.episode_id,
+                largest,
+                self.advantage_bound,
+            )
             return None
-        columns = {"obs": np.stack(x), "actions": np.stack(action), "logp": np.asarray(logp),
-                   "vf_preds": values[:, 0], "advantages": adv, "value_targets": targets}
+        columns = {
+            "obs": np.stack(x),
+            "actions": np.stack(action),
+            "logp": np.asarray(logp),
+            "vf_preds": values[:, 0],
+            "advantages": adv,
+            "value_targets": targets,
+        }
         return {k: v.astype(self._batch_spec[k][1], copy=False) for k, v in columns.items()}, min(version)
 
     # ------------------------------------------------------------------ requests (HTTP handler threads)
@@ -213,7 +254,9 @@ class ExternalEpisodes:
         with self._cond:
             self._claim(episode_id, reward).busy = False
 
-    def end_episode(self, episode_id: str, x: np.ndarray, truncated: bool = False, reward: float | None = None) -> None:
+    def end_episode(
+        self, episode_id: str, x: np.ndarray, truncated: bool = False, reward: float | None = None
+    ) -> None:
         """Close the episode: its last step is terminated (no bootstrap) or truncated (bootstraps from V(x))."""
         with self._cond:
             ep = self._claim(episode_id, reward)
@@ -242,8 +285,11 @@ class ExternalEpisodes:
                 break
             if not ep.busy:
                 self.expired += 1
-                self._retire(episode_id, f"expired after {self.idle_timeout_s:g} s without a request "
-                                         f"(the server's episode timeout)")
+                self._retire(
+                    episode_id,
+                    f"expired after {self.idle_timeout_s:g} s without a request "
+                    f"(the server's episode timeout)",
+                )
 
     def _evict_idlest(self) -> None:
         """Make room for one episode: the one idle longest goes (a flood of never-ended episodes evicts its
@@ -251,11 +297,17 @@ class ExternalEpisodes:
         for episode_id, ep in self._episodes.items():
             if not ep.busy:
                 self.evicted += 1
-                self._retire(episode_id, f"was evicted: the server holds at most {self.max_episodes} open "
-                                         f"episodes and this one had been idle longest")
+                self._retire(
+                    episode_id,
+                    f"was evicted: the server holds at most {self.max_episodes} open "
+                    f"episodes and this one had been idle longest",
+                )
                 return
-        raise RequestError(503, f"all {len(self._episodes)} open episodes (the server's limit) have a "
-                                f"request in progress: retry shortly")
+        raise RequestError(
+            503,
+            f"all {len(self._episodes)} open episodes (the server's limit) have a "
+            f"request in progress: retry shortly",
+        )
 
     def _retire(self, episode_id: str, why: str) -> None:
         """Close an episode the client did not end: its complete steps stay, its pending step is discarded."""
@@ -273,16 +325,25 @@ class ExternalEpisodes:
             if episode_id in self._retired:
                 why = self._retired[episode_id]
                 raise RequestError(410, f"episode {episode_id!r} {why}: start a new episode")
-            raise RequestError(404, f"unknown episode_id {episode_id!r}: start it with /start_episode (or it has ended)")
+            raise RequestError(
+                404, f"unknown episode_id {episode_id!r}: start it with /start_episode (or it has ended)"
+            )
         if ep.busy:
-            raise RequestError(409, f"episode {episode_id!r} already has a request in progress: send one at a time")
+            raise RequestError(
+                409, f"episode {episode_id!r} already has a request in progress: send one at a time"
+            )
         if reward is not None:
             if ep.open is None:
-                raise RequestError(409, f"episode {episode_id!r} has no action yet: a reward follows a /get_action")
+                raise RequestError(
+                    409, f"episode {episode_id!r} has no action yet: a reward follows a /get_action"
+                )
             step_reward = ep.open[4] + reward
             if abs(step_reward) > F32_MAX:
-                raise RequestError(400, f"reward: the rewards since the last action add up to "
-                                        f"{step_reward:.4g}, beyond float32's range (|x| <= {F32_MAX:.4g})")
+                raise RequestError(
+                    400,
+                    f"reward: the rewards since the last action add up to "
+                    f"{step_reward:.4g}, beyond float32's range (|x| <= {F32_MAX:.4g})",
+                )
             ep.open[4] = step_reward
             ep.ep_return += reward
         ep.busy = True

@@ -18,6 +18,7 @@ One thread per connection, at most `max_connections` of them: a connection over 
 line, headers and body) within `read_timeout_s` of the server starting to wait for it: the deadline
 is total, not per read, so a client dripping one byte a second is closed as surely as a silent one.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -33,9 +34,10 @@ import threading
 import time
 import traceback
 import uuid
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 from relayrl.policy_server import wire
 from relayrl.policy_server.client import SERVER_ID_HEADER
@@ -59,18 +61,29 @@ def is_loopback(host: str) -> bool:
 class PolicyServer:
     """Serves `episodes` on host:port (port 0 picks a free one) until stop()."""
 
-    def __init__(self, episodes: ExternalEpisodes, codec: SpaceCodec, host: str = "127.0.0.1", port: int = 0,
-                 token: str | None = None, status: Callable[[], dict] | None = None,
-                 limits: ServerLimits = ServerLimits()):
+    def __init__(
+        self,
+        episodes: ExternalEpisodes,
+        codec: SpaceCodec,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        status: Callable[[], dict] | None = None,
+        limits: ServerLimits = ServerLimits(),
+    ):
         if not is_loopback(host) and not token:
-            raise ValueError(f"serving on {host!r} (not loopback) needs a shared-secret token: set RELAYRL_SERVER_TOKEN")
+            raise ValueError(
+                f"serving on {host!r} (not loopback) needs a shared-secret token: set RELAYRL_SERVER_TOKEN"
+            )
         self.episodes, self.codec, self.limits = episodes, codec, limits
         self.server_id = uuid.uuid4().hex
         self._token = token.encode() if token else None
         self._status = status or (lambda: {})
         self.routes: dict[str, Callable[[dict], dict]] = {
-            "/start_episode": self._start_episode, "/get_action": self._get_action,
-            "/log_returns": self._log_returns, "/end_episode": self._end_episode,
+            "/start_episode": self._start_episode,
+            "/get_action": self._get_action,
+            "/log_returns": self._log_returns,
+            "/end_episode": self._end_episode,
         }
         handler = type("Handler", (_Handler,), {"server_app": self})
         self.httpd = _Server((host, port), handler, limits.max_connections)
@@ -84,9 +97,10 @@ class PolicyServer:
     def url(self) -> str:
         return f"http://[{self.host}]:{self.port}" if ":" in self.host else f"http://{self.host}:{self.port}"
 
-    def start(self) -> "PolicyServer":
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2},
-                                        name="relayrl-http", daemon=True)
+    def start(self) -> PolicyServer:
+        self._thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.2}, name="relayrl-http", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -108,8 +122,13 @@ class PolicyServer:
         return hmac.compare_digest(given, self._token)
 
     def status(self) -> dict:
-        merged = {**self.episodes.status(), **self._status(), "open_connections": self.httpd.open_connections,
-                  "refused_connections": self.httpd.refused, "timed_out_connections": self.timed_out}
+        merged = {
+            **self.episodes.status(),
+            **self._status(),
+            "open_connections": self.httpd.open_connections,
+            "refused_connections": self.httpd.refused,
+            "timed_out_connections": self.timed_out,
+        }
         # JSON has no NaN / Inf: null
         return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in merged.items()}
 
@@ -161,8 +180,11 @@ class _Server(ThreadingHTTPServer):
                 self.open_connections += 1
                 return True
             self.refused += 1
-        _refuse(request, f"the server has {self.max_connections} connections open (its limit, "
-                         f"--max-connections): retry shortly")
+        _refuse(
+            request,
+            f"the server has {self.max_connections} connections open (its limit, "
+            f"--max-connections): retry shortly",
+        )
         return False  # the caller closes it
 
     def process_request(self, request: socket.socket, client_address: Any) -> None:
@@ -190,8 +212,10 @@ class _Server(ThreadingHTTPServer):
 def _refuse(sock: socket.socket, message: str) -> None:
     """503 on a fresh connection without blocking the accepting thread (a full socket buffer drops it)."""
     body = json.dumps({"error": message}).encode()
-    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n").encode()
+    head = (
+        f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nRetry-After: 1\r\nConnection: close\r\n\r\n"
+    ).encode()
     try:
         sock.setblocking(False)
         sock.send(head + body)
@@ -203,7 +227,7 @@ def _refuse(sock: socket.socket, message: str) -> None:
 class _DeadlineReader(io.RawIOBase):
     """The connection's socket, read with one deadline for the whole request (set by the handler)."""
 
-    def __init__(self, handler: "_Handler"):
+    def __init__(self, handler: _Handler):
         self.handler = handler
 
     def readable(self) -> bool:
@@ -269,8 +293,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._authorize()
         if self.path != "/status":
             routes = ", ".join(self.server_app.routes)
-            raise RequestError(405 if self.path in self.server_app.routes else 404,
-                               f"GET {self.path[:200]}: use POST for {routes}; GET only /status")
+            raise RequestError(
+                405 if self.path in self.server_app.routes else 404,
+                f"GET {self.path[:200]}: use POST for {routes}; GET only /status",
+            )
         return self.server_app.status()
 
     def _answer(self, handle: Callable[[], dict]) -> None:
@@ -293,16 +319,19 @@ class _Handler(BaseHTTPRequestHandler):
         if "Transfer-Encoding" in self.headers or len(lengths) != 1:
             self.close_connection = True  # the body's extent is unknown: the connection cannot be reused
             if "Transfer-Encoding" in self.headers:
-                raise RequestError(400, "Transfer-Encoding is not supported: send the body with a "
-                                        "Content-Length")
+                raise RequestError(
+                    400, "Transfer-Encoding is not supported: send the body with a Content-Length"
+                )
             if not lengths:
                 raise RequestError(411, "a Content-Length header is required")
             raise RequestError(400, f"Content-Length must be given once, got {len(lengths)} headers")
         text = lengths[0].strip()
         if not _CONTENT_LENGTH.fullmatch(text):
             self.close_connection = True
-            raise RequestError(400, f"Content-Length must be a decimal number of bytes "
-                                    f"(0..{MAX_BODY_BYTES}), got {text[:40]!r}")
+            raise RequestError(
+                400,
+                f"Content-Length must be a decimal number of bytes (0..{MAX_BODY_BYTES}), got {text[:40]!r}",
+            )
         if len(text) > 9 or int(text) > MAX_BODY_BYTES:  # (a 5,000-digit number is not even parsed)
             self.close_connection = True  # the unread body must not be parsed as the next request
             shown = text if len(text) <= 12 else text[:12] + "..."
@@ -312,12 +341,17 @@ class _Handler(BaseHTTPRequestHandler):
             raw = self.rfile.read(length)
         except TimeoutError:
             self.close_connection = True
-            raise RequestError(408, f"the request body ({length} bytes announced) did not arrive within "
-                                    f"{self.server_app.limits.read_timeout_s:g} s") from None
+            raise RequestError(
+                408,
+                f"the request body ({length} bytes announced) did not arrive within "
+                f"{self.server_app.limits.read_timeout_s:g} s",
+            ) from None
         if len(raw) < length:
             self.close_connection = True
-            raise RequestError(400, f"the request body ended after {len(raw)} of the {length} bytes "
-                                    f"announced by Content-Length")
+            raise RequestError(
+                400,
+                f"the request body ended after {len(raw)} of the {length} bytes announced by Content-Length",
+            )
         return raw
 
     def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:

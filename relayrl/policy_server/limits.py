@@ -5,12 +5,13 @@
 
 Each field is a `relayrl serve` flag of the same name (`max_episodes` -> `--max-episodes`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from typing import Any, ClassVar
 
-from relayrl import checks as C
+from relayrl.core import checks as C
 
 DAY_S = 86_400.0  # the longest timeout: larger values would overflow the socket layer's C time types
 
@@ -28,13 +29,17 @@ class ServerLimits:
     read_timeout_s: float = 10.0
 
     CHECKS: ClassVar[dict[str, C.Check]] = {
-        "max_episodes": C.integer(1, 10_000_000), "episode_timeout_s": C.number(0, DAY_S, strict=True),
-        "max_connections": C.integer(1, 65_536), "read_timeout_s": C.number(0, DAY_S, strict=True)}
+        "max_episodes": C.integer(1, 10_000_000),
+        "episode_timeout_s": C.number(0, DAY_S, strict=True),
+        "max_connections": C.integer(1, 65_536),
+        "read_timeout_s": C.number(0, DAY_S, strict=True),
+    }
     HELP: ClassVar[dict[str, str]] = {
         "max_episodes": "open episodes; one more evicts the one idle longest",
         "episode_timeout_s": "seconds without a request after which an episode expires",
         "max_connections": "concurrent connections; more get 503 and are closed",
-        "read_timeout_s": "seconds a connection has to deliver a whole request (idle keep-alive included)"}
+        "read_timeout_s": "seconds a connection has to deliver a whole request (idle keep-alive included)",
+    }
 
     def __post_init__(self) -> None:
         for f in fields(self):

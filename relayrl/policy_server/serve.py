@@ -15,6 +15,7 @@ gradient or weight) is undone: the learner's weights and optimiser state are put
 dropped with a logged warning, and train() goes on with the next batch; clients keep the last good
 weights meanwhile.
 """
+
 from __future__ import annotations
 
 import logging
@@ -25,18 +26,25 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from relayrl.algos import algorithm_class
-from relayrl.config import Config
-from relayrl.envs import env_spaces
+from relayrl.algorithms import algorithm_class
+from relayrl.core.config import Config
+from relayrl.envs.make import env_spaces
+from relayrl.envs.text import TextCodec, encoded_spaces
+from relayrl.learning.learner import Learner
 from relayrl.policy_server.episodes import ExternalEpisodes
-from relayrl.learner import Learner
 from relayrl.policy_server.http_server import PolicyServer
 from relayrl.policy_server.limits import ServerLimits
 from relayrl.policy_server.wire import SpaceCodec
-from relayrl.text_spaces import TextCodec, encoded_spaces
 
-STATUS_KEYS = ("training_iteration", "timesteps_total", "episodes_total", "episode_reward_mean",
-               "episode_len_mean", "weights_version", "time_total_s")
+STATUS_KEYS = (
+    "training_iteration",
+    "timesteps_total",
+    "episodes_total",
+    "episode_reward_mean",
+    "episode_len_mean",
+    "weights_version",
+    "time_total_s",
+)
 
 
 class SpacesOnlyEnv(gym.Env):
@@ -46,17 +54,29 @@ class SpacesOnlyEnv(gym.Env):
         self.observation_space, self.action_space = observation_space, action_space
 
     def step(self, action):
-        raise RuntimeError("this env only describes spaces: external simulators step through the policy server")
+        raise RuntimeError(
+            "this env only describes spaces: external simulators step through the policy server"
+        )
 
     def reset(self, *, seed=None, options=None):
-        raise RuntimeError("this env only describes spaces: external simulators step through the policy server")
+        raise RuntimeError(
+            "this env only describes spaces: external simulators step through the policy server"
+        )
 
 
 class ServedAlgorithm:
     """An Algorithm trained by the episodes that clients drive over HTTP."""
 
-    def __init__(self, config: Config, codec: TextCodec | None = None, host: str = "127.0.0.1", port: int = 0,
-                 token: str | None = None, max_wait_s: float = 0.002, limits: ServerLimits = ServerLimits()):
+    def __init__(
+        self,
+        config: Config,
+        codec: TextCodec | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        max_wait_s: float = 0.002,
+        limits: ServerLimits = ServerLimits(),
+    ):
         config = config.copy()
         config.validate()
         raw_obs_space, raw_action_space = env_spaces(config.env, config.env_config)
@@ -65,17 +85,26 @@ class ServedAlgorithm:
             config.environment(lambda _cfg: SpacesOnlyEnv(net_obs_space, net_action_space), env_config={})
 
         def episodes_runtime(settings) -> ExternalEpisodes:
-            self.episodes = ExternalEpisodes(settings.spec, net_action_space, config.train_batch_size, settings.gamma,
-                                             settings.lambda_, settings.seed, limits.max_episodes, max_wait_s,
-                                             limits.episode_timeout_s)
+            self.episodes = ExternalEpisodes(
+                settings.spec,
+                net_action_space,
+                config.train_batch_size,
+                settings.gamma,
+                settings.lambda_,
+                settings.seed,
+                limits.max_episodes,
+                max_wait_s,
+                limits.episode_timeout_s,
+            )
             return self.episodes
 
         self.episodes: ExternalEpisodes
         self.algo = algorithm_class(config.algo_name)(config, workers_factory=episodes_runtime)
         try:
             wire_codec = SpaceCodec(raw_obs_space, raw_action_space, self.algo.spec, codec)
-            self.server = PolicyServer(self.episodes, wire_codec, host, port, token, status=self._status,
-                                       limits=limits)
+            self.server = PolicyServer(
+                self.episodes, wire_codec, host, port, token, status=self._status, limits=limits
+            )
         except BaseException:
             self.algo.stop()
             raise
@@ -87,7 +116,7 @@ class ServedAlgorithm:
     def url(self) -> str:
         return self.server.url
 
-    def start(self) -> "ServedAlgorithm":
+    def start(self) -> ServedAlgorithm:
         self.server.start()
         return self
 
@@ -108,8 +137,11 @@ class ServedAlgorithm:
     def _learner_state(self) -> tuple[int, list[np.ndarray], list[np.ndarray]]:
         """What an update changes: the weights version, the learner's weights, and its optimiser's step count
         and moments (not the learning rate: the user may set that meanwhile)."""
-        return (self.algo.weights_version, self.algo.learner.get_weights(),
-                [v.numpy() for v in self._optimizer_variables()])
+        return (
+            self.algo.weights_version,
+            self.algo.learner.get_weights(),
+            [v.numpy() for v in self._optimizer_variables()],
+        )
 
     def _undo(self, state: tuple[int, list[np.ndarray], list[np.ndarray]], error: FloatingPointError) -> None:
         self.algo.weights_version, weights, optimizer_values = state
@@ -120,7 +152,10 @@ class ServedAlgorithm:
         self.dropped_batches += 1
         logging.getLogger("relayrl.policy_server").warning(
             "policy server: iteration %d's update was not finite (%s); its batch is dropped and the previous "
-            "weights restored", self.algo.iteration + 1, error)
+            "weights restored",
+            self.algo.iteration + 1,
+            error,
+        )
 
     def _optimizer_variables(self) -> list:
         """The Adam state of a learner in this process (a learner actor keeps its own: weights only then)."""
@@ -133,8 +168,10 @@ class ServedAlgorithm:
     def _status(self) -> dict:
         with self._lock:
             r = dict(self.last_result)
-        status = {k: None if isinstance(r.get(k), float) and not math.isfinite(r[k]) else r.get(k)
-                  for k in STATUS_KEYS}
+        status = {
+            k: None if isinstance(r.get(k), float) and not math.isfinite(r[k]) else r.get(k)
+            for k in STATUS_KEYS
+        }
         return {**status, "dropped_batches": self.dropped_batches}
 
     def stop(self) -> None:

@@ -10,6 +10,7 @@ into Inf in the update. JSON's non-standard `NaN` / `Infinity` tokens, floats th
 and integers too long for any float are parsed into `Unrepresentable` markers, which every field
 validator refuses (a 5,000-digit integer would otherwise hit Python's int-to-str digit limit).
 """
+
 from __future__ import annotations
 
 import json
@@ -20,8 +21,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from relayrl.networks import ModelSpec, preprocess_obs
-from relayrl.text_spaces import TextCodec
+from relayrl.envs.text import TextCodec
+from relayrl.models.networks import ModelSpec, preprocess_obs
 
 MAX_ID_LEN = 128
 F32_MAX = float(np.finfo(np.float32).max)  # observations and rewards are float32 in the model
@@ -80,8 +81,10 @@ def field(body: dict, name: str, required: bool = True, default: Any = None) -> 
 def episode_id(body: dict) -> str:
     value = field(body, "episode_id")
     if not isinstance(value, str) or not value or len(value) > MAX_ID_LEN:
-        raise RequestError(400, f"episode_id must be a non-empty string of at most {MAX_ID_LEN} characters, "
-                                f"got {_short(value)}")
+        raise RequestError(
+            400,
+            f"episode_id must be a non-empty string of at most {MAX_ID_LEN} characters, got {_short(value)}",
+        )
     return value
 
 
@@ -92,8 +95,9 @@ def is_number(value: Any) -> bool:
 
 def reward(value: Any, name: str = "reward") -> float:
     if not is_number(value) or abs(value) > F32_MAX:
-        raise RequestError(400, f"{name} must be a number within float32's range (|x| <= {F32_MAX:.4g}), "
-                                f"got {_short(value)}")
+        raise RequestError(
+            400, f"{name} must be a number within float32's range (|x| <= {F32_MAX:.4g}), got {_short(value)}"
+        )
     return float(value)
 
 
@@ -113,7 +117,9 @@ def flag(body: dict, name: str) -> bool:
 class SpaceCodec:
     """Observations from JSON to the network's input row; actions from the policy to JSON."""
 
-    def __init__(self, obs_space: gym.Space, action_space: gym.Space, spec: ModelSpec, text: TextCodec | None = None):
+    def __init__(
+        self, obs_space: gym.Space, action_space: gym.Space, spec: ModelSpec, text: TextCodec | None = None
+    ):
         self.obs_space, self.action_space, self.spec, self.text = obs_space, action_space, spec, text
         # the space the network reads (after a Text codec, if any)
         self.net_obs_space = text.observation_space if isinstance(obs_space, gym.spaces.Text) else obs_space
@@ -123,14 +129,20 @@ class SpaceCodec:
         space = self.obs_space
         if isinstance(space, gym.spaces.Text):
             if not isinstance(value, str) or not space.contains(value):
-                raise RequestError(400, f"observation must be a string in {space} (length "
-                                        f"{space.min_length}..{space.max_length}), got {_short(value)}")
+                raise RequestError(
+                    400,
+                    f"observation must be a string in {space} (length "
+                    f"{space.min_length}..{space.max_length}), got {_short(value)}",
+                )
             return self._encoded(np.asarray(self.text.encode_observation(value)))
         if isinstance(space, gym.spaces.Discrete):
             last = int(space.start) + int(space.n) - 1
             if type(value) is not int or not int(space.start) <= value <= last:
-                raise RequestError(400, f"observation must be an integer in [{space.start}, {last}] for "
-                                        f"{space}, got {_short(value)}")
+                raise RequestError(
+                    400,
+                    f"observation must be an integer in [{space.start}, {last}] for "
+                    f"{space}, got {_short(value)}",
+                )
             return preprocess_obs(self.spec, np.asarray([value - int(space.start)]))[0]
         return preprocess_obs(self.spec, box_array(value, space, "observation")[None])[0]
 
@@ -139,12 +151,16 @@ class SpaceCodec:
         space = self.net_obs_space
         if isinstance(space, gym.spaces.Discrete):
             if array.shape != () or not space.contains(int(array)):
-                raise RequestError(500, f"the codec encoded an observation as {_short(array)}, outside "
-                                        f"{space}")
+                raise RequestError(
+                    500, f"the codec encoded an observation as {_short(array)}, outside {space}"
+                )
             return preprocess_obs(self.spec, np.asarray([int(array) - int(space.start)]))[0]
         if array.shape != space.shape or not np.isfinite(array.astype(np.float32, copy=False)).all():
-            raise RequestError(500, f"the codec encoded an observation as shape {array.shape} (expected "
-                                    f"{space.shape}) or with values beyond float32")
+            raise RequestError(
+                500,
+                f"the codec encoded an observation as shape {array.shape} (expected "
+                f"{space.shape}) or with values beyond float32",
+            )
         return preprocess_obs(self.spec, array.astype(space.dtype)[None])[0]
 
     def action(self, action: np.ndarray) -> Any:
@@ -169,13 +185,19 @@ def box_array(value: Any, space: gym.spaces.Box, what: str) -> np.ndarray:
         low, high = space.low.reshape(-1).tolist(), space.high.reshape(-1).tolist()
         for i, x in enumerate(leaves):
             if not low[i] <= x <= high[i] or (type(x) is float and not x.is_integer()):
-                raise RequestError(400, f"{what}{_index(i, space.shape)} must be an integer in "
-                                        f"[{low[i]}, {high[i]}] for {space}, got {_short(x)}")
+                raise RequestError(
+                    400,
+                    f"{what}{_index(i, space.shape)} must be an integer in "
+                    f"[{low[i]}, {high[i]}] for {space}, got {_short(x)}",
+                )
         return np.asarray([int(x) for x in leaves], space.dtype).reshape(space.shape)
     for i, x in enumerate(leaves):
         if abs(x) > F32_MAX:
-            raise RequestError(400, f"{what}{_index(i, space.shape)} = {_short(x)} is beyond float32's range "
-                                    f"(|x| <= {F32_MAX:.4g}), which the model reads")
+            raise RequestError(
+                400,
+                f"{what}{_index(i, space.shape)} = {_short(x)} is beyond float32's range "
+                f"(|x| <= {F32_MAX:.4g}), which the model reads",
+            )
     return np.asarray(leaves, np.float32).reshape(space.shape)  # in range: no entry becomes Inf
 
 
@@ -184,8 +206,9 @@ def _leaves(value: Any, space: gym.spaces.Box, what: str) -> list:
     position."""
     shape = space.shape
     if shape and type(value) is not list:
-        raise RequestError(400, f"{what} must be a nested list of numbers of shape {shape} for {space}, "
-                                f"got {_short(value)}")
+        raise RequestError(
+            400, f"{what} must be a nested list of numbers of shape {shape} for {space}, got {_short(value)}"
+        )
     apparent, probe = [], value
     while type(probe) is list and len(apparent) <= len(shape):  # along the first entries, one level past
         apparent.append(len(probe))
@@ -198,8 +221,11 @@ def _leaves(value: Any, space: gym.spaces.Box, what: str) -> list:
         for i, item in enumerate(level):
             if type(item) is not list or len(item) != n:
                 got = f"{len(item)} entries" if type(item) is list else _short(item)
-                raise RequestError(400, f"{what}{_index(i, shape[:depth])} must be a list of {n} entries "
-                                        f"({what} shape {shape}), got {got}")
+                raise RequestError(
+                    400,
+                    f"{what}{_index(i, shape[:depth])} must be a list of {n} entries "
+                    f"({what} shape {shape}), got {got}",
+                )
             deeper.extend(item)
         level = deeper
     return level

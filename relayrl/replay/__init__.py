@@ -7,6 +7,7 @@
 
 Backends: `UniformReplay`, `PrioritizedReplay` (sum tree); sharded Ray actors and Redis build on them.
 """
+
 from relayrl.replay.prioritized import PrioritizedReplay, SumTree
 from relayrl.replay.uniform import UniformReplay
 

@@ -2,6 +2,7 @@
 P(i) = p_i^alpha / sum_k p_k^alpha with a sum tree (O(log n) update and prefix-sum search) and
 importance-sampling weights w_i = (N * P(i))^-beta / max_j w_j, the max taken over the whole buffer
 (through a min tree of priorities), beta annealed towards 1 by the caller."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -58,8 +59,9 @@ class SumTree:
 
 
 class PrioritizedReplay(UniformReplay):
-    def __init__(self, capacity: int, alpha: float = 0.6, beta: float = 0.4, eps: float = 1e-6,
-                 seed: int | None = None):
+    def __init__(
+        self, capacity: int, alpha: float = 0.6, beta: float = 0.4, eps: float = 1e-6, seed: int | None = None
+    ):
         super().__init__(capacity, seed)
         if not 0 <= alpha:
             raise ValueError(f"prioritized replay alpha = {alpha} is invalid: allowed: a number >= 0")
@@ -73,9 +75,9 @@ class PrioritizedReplay(UniformReplay):
         if priorities is None:
             p = np.full(len(slots), self.max_priority)
         else:
-            p = np.abs(np.asarray(priorities, np.float64))[-len(slots):] + self.eps
+            p = np.abs(np.asarray(priorities, np.float64))[-len(slots) :] + self.eps
             self.max_priority = max(self.max_priority, float(p.max()))
-        self.tree.set(slots, p ** self.alpha)
+        self.tree.set(slots, p**self.alpha)
 
     def sample(self, batch_size: int, beta: float | None = None) -> dict[str, np.ndarray]:
         """Stratified proportional sampling: one uniform draw in each of batch_size equal slices of the total.
@@ -102,7 +104,7 @@ class PrioritizedReplay(UniformReplay):
         if not np.all(np.isfinite(p)):
             raise FloatingPointError("non-finite replay priorities (a NaN TD error?)")
         self.max_priority = max(self.max_priority, float(p.max()))
-        self.tree.set(indices, p ** self.alpha)
+        self.tree.set(indices, p**self.alpha)
 
     def state(self) -> dict[str, np.ndarray]:
         out = super().state()

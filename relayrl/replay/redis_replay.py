@@ -17,13 +17,15 @@ applied twice). Nothing is deleted on failure: what was written stays in Redis (
 when appendonly is on). At start-up an unusable server (bad address, unreachable, wrong password) raises
 `RedisStartError`, a ValueError: bad input. No message ever holds the password.
 """
+
 from __future__ import annotations
 
 import collections
 import json
 import re
 import time
-from typing import Callable, Iterator, TypeVar
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 import numpy as np
 
@@ -53,8 +55,10 @@ def parse_address(address: str, field: str = "redis_address") -> tuple[str, int]
     """'host:port' (or '[v6]:port') -> (host, port); ValueError naming the field otherwise."""
     match = _HOST_PORT.fullmatch(address) if isinstance(address, str) else None
     if match is None or not 0 < int(match.group(2)) < 65536:
-        raise ValueError(f"{field} = {address!r} is invalid: allowed: 'host:port' with a port in 1..65535, "
-                         f"e.g. '127.0.0.1:6379'")
+        raise ValueError(
+            f"{field} = {address!r} is invalid: allowed: 'host:port' with a port in 1..65535, "
+            f"e.g. '127.0.0.1:6379'"
+        )
     return match.group(1).strip("[]"), int(match.group(2))
 
 
@@ -74,25 +78,45 @@ def connect(address: str, password: str | None, db: int = 0, timeout_s: float = 
     from redis.retry import Retry
 
     host, port = parse_address(address)
-    client = redis.Redis(host=host, port=port, password=password, db=db, socket_connect_timeout=timeout_s,
-                         socket_timeout=timeout_s, socket_keepalive=True, retry=Retry(NoBackoff(), 0))
+    client = redis.Redis(
+        host=host,
+        port=port,
+        password=password,
+        db=db,
+        socket_connect_timeout=timeout_s,
+        socket_timeout=timeout_s,
+        socket_keepalive=True,
+        retry=Retry(NoBackoff(), 0),
+    )
     try:
         client.ping()
     except redis.AuthenticationError:
-        raise RedisStartError(f"Redis at {address} refused the password: set redis_password or "
-                              f"RELAYRL_REDIS_PASSWORD to the server's requirepass") from None
+        raise RedisStartError(
+            f"Redis at {address} refused the password: set redis_password or "
+            f"RELAYRL_REDIS_PASSWORD to the server's requirepass"
+        ) from None
     except redis.TimeoutError:  # e.g. a frozen server: the kernel accepts the connection, nothing answers
-        raise RedisStartError(f"Redis at {address} did not answer in {timeout_s} s "
-                              f"(redis_timeout_s)") from None
+        raise RedisStartError(
+            f"Redis at {address} did not answer in {timeout_s} s (redis_timeout_s)"
+        ) from None
     except redis.RedisError as exc:
         raise RedisStartError(f"cannot use Redis at {address}: {_masked(exc, password)}") from None
     return client
 
 
 class RedisReplay:
-    def __init__(self, address: str, password: str | None, capacity: int, key_prefix: str = "relayrl",
-                 seed: int | None = None, appendonly: bool | None = None, block_cache: int = 4096,
-                 timeout_s: float = 5.0, deadline_s: float = 30.0):
+    def __init__(
+        self,
+        address: str,
+        password: str | None,
+        capacity: int,
+        key_prefix: str = "relayrl",
+        seed: int | None = None,
+        appendonly: bool | None = None,
+        block_cache: int = 4096,
+        timeout_s: float = 5.0,
+        deadline_s: float = 30.0,
+    ):
         import redis
         from redis.backoff import ExponentialWithJitterBackoff
         from redis.retry import Retry
@@ -109,8 +133,10 @@ class RedisReplay:
             try:
                 self.client.config_set("appendonly", "yes" if appendonly else "no")
             except redis.RedisError as exc:
-                raise RedisStartError(f"Redis at {address} refused redis_appendonly = {appendonly} "
-                                      f"(CONFIG SET appendonly): {_masked(exc, password)}") from None
+                raise RedisStartError(
+                    f"Redis at {address} refused redis_appendonly = {appendonly} "
+                    f"(CONFIG SET appendonly): {_masked(exc, password)}"
+                ) from None
         self._write_block = self.client.register_script(WRITE_BLOCK)
         self.capacity = capacity
         self.prefix = key_prefix
@@ -139,14 +165,17 @@ class RedisReplay:
             if time.monotonic() >= give_up_at:
                 raise ReplayUnavailableError(
                     f"Redis at {self.address} failed for {time.monotonic() - started:.1f} s, past {why}: "
-                    f"{_masked(error, self._password)}; the replay already written stays in Redis") from None
+                    f"{_masked(error, self._password)}; the replay already written stays in Redis"
+                ) from None
 
         try:
-            return self._retry.call_with_retry(operation, give_up_when_late,
-                                               is_retryable=lambda e: not isinstance(e, refused))
+            return self._retry.call_with_retry(
+                operation, give_up_when_late, is_retryable=lambda e: not isinstance(e, refused)
+            )
         except redis.RedisError as exc:
-            raise ReplayUnavailableError(f"Redis at {self.address} refused a replay operation: "
-                                         f"{_masked(exc, self._password)}") from None
+            raise ReplayUnavailableError(
+                f"Redis at {self.address} refused a replay operation: {_masked(exc, self._password)}"
+            ) from None
 
     # ------------------------------------------------------------------ keys
     def _block_key(self, block_id: int) -> str:
@@ -163,7 +192,10 @@ class RedisReplay:
             return
         block_id = self._call(lambda: int(self.client.incr(f"{self.prefix}:next_id")))  # a retry skips an id
         meta = {k: [np.asarray(v).dtype.str, list(np.shape(v))] for k, v in batch.items()}
-        fields = {"meta": json.dumps(meta), **{f"col:{k}": np.ascontiguousarray(v).tobytes() for k, v in batch.items()}}
+        fields = {
+            "meta": json.dumps(meta),
+            **{f"col:{k}": np.ascontiguousarray(v).tobytes() for k, v in batch.items()},
+        }
         # one server-side script: applied at most once even when a request whose reply was lost is delivered
         # late by a stalled server after its retry (a client-side "exists?" check could race with it)
         args = [f"{block_id}:{rows}", *[x for item in fields.items() for x in item]]
@@ -200,6 +232,7 @@ class RedisReplay:
     def _load_blocks(self, block_ids: list[int]) -> dict[int, dict[str, np.ndarray]]:
         missing = [b for b in block_ids if b not in self._cache]
         if missing:
+
             def fetch() -> list:
                 pipe = self.client.pipeline(transaction=False)
                 for b in missing:
@@ -208,10 +241,14 @@ class RedisReplay:
 
             for b, raw in zip(missing, self._call(fetch)):
                 if not raw:
-                    raise KeyError(f"replay block {b} vanished from Redis (evicted or deleted by another client)")
+                    raise KeyError(
+                        f"replay block {b} vanished from Redis (evicted or deleted by another client)"
+                    )
                 meta = json.loads(raw[b"meta"])
-                self._cache[b] = {k: np.frombuffer(raw[f"col:{k}".encode()], dtype=np.dtype(dt)).reshape(shape)
-                                  for k, (dt, shape) in meta.items()}
+                self._cache[b] = {
+                    k: np.frombuffer(raw[f"col:{k}".encode()], dtype=np.dtype(dt)).reshape(shape)
+                    for k, (dt, shape) in meta.items()
+                }
                 if len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         return {b: self._cache[b] for b in block_ids}

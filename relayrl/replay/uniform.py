@@ -1,4 +1,5 @@
 """Uniform replay: a numpy ring buffer of fixed capacity, columns allocated on the first add."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -29,7 +30,7 @@ class UniformReplay:
         if set(batch) != set(self.columns):
             raise ValueError(f"replay columns {sorted(batch)} differ from the stored {sorted(self.columns)}")
         if n > self.capacity:  # only the newest `capacity` rows can survive
-            batch = {k: v[-self.capacity:] for k, v in batch.items()}
+            batch = {k: v[-self.capacity :] for k, v in batch.items()}
             self.added_total += n - self.capacity
             n = self.capacity
         slots = (self.next + np.arange(n)) % self.capacity
@@ -60,7 +61,9 @@ class UniformReplay:
 
     # ------------------------------------------------------------------ persistence (npz-friendly)
     def state(self) -> dict[str, np.ndarray]:
-        out = {f"col/{k}": v[: self.size] if self.size < self.capacity else v for k, v in self.columns.items()}
+        out = {
+            f"col/{k}": v[: self.size] if self.size < self.capacity else v for k, v in self.columns.items()
+        }
         out["meta"] = np.array([self.capacity, self.next, self.size, self.added_total], np.int64)
         return out
 
@@ -68,7 +71,7 @@ class UniformReplay:
         capacity, self.next, self.size, self.added_total = (int(x) for x in state["meta"])
         if capacity != self.capacity:
             raise ValueError(f"replay state has capacity {capacity}, this buffer {self.capacity}")
-        cols = {k[len("col/"):]: v for k, v in state.items() if k.startswith("col/")}
+        cols = {k[len("col/") :]: v for k, v in state.items() if k.startswith("col/")}
         self.columns = {k: np.empty((self.capacity,) + v.shape[1:], v.dtype) for k, v in cols.items()}
         for k, v in cols.items():
             self.columns[k][: len(v)] = v

@@ -1,11 +1,18 @@
 """Runtimes: the same RolloutWorker in the driver (local) or as Ray actors; they differ only in wiring."""
+
 from __future__ import annotations
 
-from relayrl.rollout import SamplerSettings
+from relayrl.sampling.rollout import SamplerSettings
 
 
-def make_workers(settings: SamplerSettings, num_workers: int, num_cpus_per_worker: float, address: str | None,
-                 dashboard: bool = False, worker_cls: type | None = None):
+def make_workers(
+    settings: SamplerSettings,
+    num_workers: int,
+    num_cpus_per_worker: float,
+    address: str | None,
+    dashboard: bool = False,
+    worker_cls: type | None = None,
+):
     if num_workers == 0:
         from relayrl.runtime.local import LocalWorkers
 

@@ -1,10 +1,11 @@
 """Local runtime: one RolloutWorker in the driver process, no Ray (the fastest start, and the debug mode)."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from relayrl.rollout import RolloutWorker, SamplerSettings
-from relayrl.types import Fragment
+from relayrl.core.types import Fragment
+from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
 
 
 class LocalWorkers:

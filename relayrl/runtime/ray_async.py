@@ -4,6 +4,7 @@ gradient-aggregation workers, and IMPALA's continuously sampling workers behind 
 Part of the runtime package, which stays the only place importing Ray (ray_workers.py holds the
 synchronous fleet and `init_ray`).
 """
+
 from __future__ import annotations
 
 import collections
@@ -12,18 +13,24 @@ import time
 import numpy as np
 import ray
 
-from relayrl.grad_worker import GradientWorker, LossRecipe, make_gradient_learner, weighted_mean_gradients
-from relayrl.params import ParameterServer, WeightClient
-from relayrl.rollout import RolloutWorker, SamplerSettings
-from relayrl.rollout import EnvError
+from relayrl.core.types import Fragment
+from relayrl.runtime.params import ParameterServer, WeightClient
 from relayrl.runtime.ray_workers import RestartBudget, init_ray, kill_quietly
-from relayrl.types import Fragment
+from relayrl.sampling.grad_worker import (
+    GradientWorker,
+    LossRecipe,
+    make_gradient_learner,
+    weighted_mean_gradients,
+)
+from relayrl.sampling.rollout import EnvError, RolloutWorker, SamplerSettings
 
 
 class _Fleet(RestartBudget):
     """Shared plumbing: start Ray, create actors, wait for them, replace failed ones, tear down."""
 
-    def __init__(self, actor_cls, args: tuple, num_workers: int, num_cpus_per_worker: float, address: str | None):
+    def __init__(
+        self, actor_cls, args: tuple, num_workers: int, num_cpus_per_worker: float, address: str | None
+    ):
         self._owns_ray = init_ray(address)
         remote_cls = ray.remote(actor_cls)
         # small constructor arguments only, so a failed worker can be re-created at any time
@@ -132,8 +139,15 @@ class RayGradientWorker(GradientWorker):
             self.set_weights(ray.get(weights_box[0]), version)
         return self.minibatch_gradients(rows)
 
-    def resample_minibatch_gradients_with(self, sampled_box: list, sampled_version: int, num_rows: int,
-                                          weights_box: list, version: int, rows: np.ndarray):
+    def resample_minibatch_gradients_with(
+        self,
+        sampled_box: list,
+        sampled_version: int,
+        num_rows: int,
+        weights_box: list,
+        version: int,
+        rows: np.ndarray,
+    ):
         """A successor's first call in the middle of PPO's SGD steps: the fragment its predecessor kept died
         with it, so sample a new one with the weights the iteration sampled with (keeping exactly
         `num_rows` rows, the count the driver's minibatch plan was made for), then return it (stats only)
@@ -169,8 +183,14 @@ class GradientWorkers(_Fleet):
     predecessor kept (with the weights the iteration sampled with); `pop_resampled` hands those fragments'
     stats to the algorithm, since their env steps and episodes happened."""
 
-    def __init__(self, settings: SamplerSettings, recipe: LossRecipe, num_workers: int, num_cpus_per_worker: float,
-                 address: str | None):
+    def __init__(
+        self,
+        settings: SamplerSettings,
+        recipe: LossRecipe,
+        num_workers: int,
+        num_cpus_per_worker: float,
+        address: str | None,
+    ):
         super().__init__(RayGradientWorker, (settings, recipe), num_workers, num_cpus_per_worker, address)
         self._weights_ref, self._version = None, -1
         self._sampled: tuple = ([None], -1, [])  # (weights box, version, row counts) of the kept fragments
@@ -188,19 +208,26 @@ class GradientWorkers(_Fleet):
         fragments = [f for f, _, _ in results]
         grads = weighted_mean_gradients([(g, m["rows"]) for _, g, m in results])
         rows = [m["rows"] for _, _, m in results]
-        metrics = {k: float(np.average([m[k] for _, _, m in results], weights=rows)) for k in results[0][2] if k != "rows"}
+        metrics = {
+            k: float(np.average([m[k] for _, _, m in results], weights=rows))
+            for k in results[0][2]
+            if k != "rows"
+        }
         return fragments, grads, metrics
 
     def sample_and_keep(self) -> tuple[list[Fragment], list[int]]:
         """Every worker samples a fragment and keeps it; returns the fragments' stats and row counts."""
         box = [self._weights_ref]
-        got, self.last_latencies_s = self.gather(lambda i: self.actors[i].sample_and_keep_with.remote(box, self._version),
-                                                 range(len(self.actors)))
+        got, self.last_latencies_s = self.gather(
+            lambda i: self.actors[i].sample_and_keep_with.remote(box, self._version), range(len(self.actors))
+        )
         rows = [got[i][1] for i in range(len(self.actors))]
         self._sampled = (box, self._version, rows)
         return [got[i][0] for i in range(len(self.actors))], rows
 
-    def minibatch_gradients(self, rows_per_worker: list[np.ndarray]) -> tuple[list[np.ndarray], dict[str, float]]:
+    def minibatch_gradients(
+        self, rows_per_worker: list[np.ndarray]
+    ) -> tuple[list[np.ndarray], dict[str, float]]:
         """One SGD step's gradient: each worker's on its share of the minibatch, row-weighted mean."""
         box = [self._weights_ref]
         sampled_box, sampled_version, kept_rows = self._sampled
@@ -210,7 +237,8 @@ class GradientWorkers(_Fleet):
 
         def relaunch(i):  # the kept fragment died with the worker: resample it first
             return self.actors[i].resample_minibatch_gradients_with.remote(
-                sampled_box, sampled_version, kept_rows[i], box, self._version, rows_per_worker[i])
+                sampled_box, sampled_version, kept_rows[i], box, self._version, rows_per_worker[i]
+            )
 
         got, _ = self.gather(launch, [i for i, rows in enumerate(rows_per_worker) if len(rows)], relaunch)
         results = []
@@ -220,7 +248,11 @@ class GradientWorkers(_Fleet):
             results.append(got[i][-2:])
         grads = weighted_mean_gradients([(g, m["rows"]) for g, m in results])
         weights = [m["rows"] for _, m in results]
-        metrics = {k: float(np.average([m[k] for _, m in results], weights=weights)) for k in results[0][1] if k != "rows"}
+        metrics = {
+            k: float(np.average([m[k] for _, m in results], weights=weights))
+            for k in results[0][1]
+            if k != "rows"
+        }
         return grads, metrics
 
     def pop_resampled(self) -> list[Fragment]:
@@ -238,8 +270,17 @@ class A3CWorkers(_Fleet):
     """A3C: each worker loops sample -> gradients -> ParameterServer.apply_gradients -> new weights, with no
     barrier between workers. The driver keeps `in_flight` steps queued per worker and only collects stats."""
 
-    def __init__(self, settings: SamplerSettings, recipe: LossRecipe, lr: float, grad_clip: float | None,
-                 num_workers: int, num_cpus_per_worker: float, address: str | None, in_flight: int = 2):
+    def __init__(
+        self,
+        settings: SamplerSettings,
+        recipe: LossRecipe,
+        lr: float,
+        grad_clip: float | None,
+        num_workers: int,
+        num_cpus_per_worker: float,
+        address: str | None,
+        in_flight: int = 2,
+    ):
         super().__init__(RayGradientWorker, (settings, recipe), num_workers, num_cpus_per_worker, address)
         import functools
 
@@ -316,7 +357,9 @@ class RayAsyncWorker(RolloutWorker):
 
     def _poll_server(self, known: int):
         got = ray.get(self._server.latest.remote(known))
-        return None if got is None else (ray.get(got[0][0]), got[1])  # the weights arrive as a boxed ObjectRef
+        return (
+            None if got is None else (ray.get(got[0][0]), got[1])
+        )  # the weights arrive as a boxed ObjectRef
 
     def sample_next(self, weights_box: list, version: int) -> Fragment:
         self._hint = (weights_box, version)
@@ -337,8 +380,17 @@ class LearnerQueue(_Fleet):
     full, 'drop' discards the oldest fragment (and counts it), 'block' stops re-arming the workers that
     delivered until the learner takes from the queue."""
 
-    def __init__(self, settings: SamplerSettings, num_workers: int, num_cpus_per_worker: float, address: str | None,
-                 queue_size: int, when_full: str, pull: dict, in_flight: int = 2):
+    def __init__(
+        self,
+        settings: SamplerSettings,
+        num_workers: int,
+        num_cpus_per_worker: float,
+        address: str | None,
+        queue_size: int,
+        when_full: str,
+        pull: dict,
+        in_flight: int = 2,
+    ):
         init_ray(address)
         server = ray.remote(ParameterServer).options(num_cpus=0).remote()
         super().__init__(RayAsyncWorker, (settings, server, pull), num_workers, num_cpus_per_worker, address)
@@ -381,7 +433,9 @@ class LearnerQueue(_Fleet):
             return
         ready, _ = ray.wait(list(self._pending), num_returns=1, timeout=timeout)
         if ready:  # sweep everything else already finished too
-            ready = set(ready) | set(ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)[0])
+            ready = set(ready) | set(
+                ray.wait(list(self._pending), num_returns=len(self._pending), timeout=0)[0]
+            )
         for ref in ready:
             if ref not in self._pending:  # its worker was replaced meanwhile
                 continue

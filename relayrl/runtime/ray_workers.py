@@ -2,6 +2,7 @@
 
 This is the only module that imports Ray.
 """
+
 from __future__ import annotations
 
 import logging
@@ -12,8 +13,8 @@ from typing import Any
 import numpy as np
 import ray
 
-from relayrl.rollout import EnvError, RolloutWorker, SamplerSettings, WorkerFailedError  # noqa: F401 - re-exported
-from relayrl.types import Fragment
+from relayrl.core.types import Fragment
+from relayrl.sampling.rollout import EnvError, RolloutWorker, SamplerSettings, WorkerFailedError  # noqa: F401 - re-exported
 
 # Workers on N cores must not each start N BLAS / TF threads and fight over them.
 WORKER_ENV = {
@@ -111,7 +112,9 @@ class RestartBudget:
         self.restarts_total += 1
         if self.restarts[i] > self.max_restarts:
             raise WorkerFailedError(i + 1, self.restarts[i], error)
-        logging.getLogger("relayrl").warning("restarting rollout worker %d after %s: %s", i + 1, type(error).__name__, error)
+        logging.getLogger("relayrl").warning(
+            "restarting rollout worker %d after %s: %s", i + 1, type(error).__name__, error
+        )
         time.sleep(self.backoff_s * 2 ** (self._consecutive[i] - 1))
 
     def succeeded(self, i: int) -> None:
@@ -181,15 +184,25 @@ class RayWorkers(RestartBudget):
     killed and re-created (exponential backoff), and its fragment is resampled with the same weights
     version, so a synchronous update never loses a fragment nor mixes in stale ones."""
 
-    def __init__(self, settings: SamplerSettings, num_workers: int, num_cpus_per_worker: float, address: str | None,
-                 dashboard: bool = False, worker_cls: type | None = None):
+    def __init__(
+        self,
+        settings: SamplerSettings,
+        num_workers: int,
+        num_cpus_per_worker: float,
+        address: str | None,
+        dashboard: bool = False,
+        worker_cls: type | None = None,
+    ):
         self._owns_ray = init_ray(address, dashboard)
         # Small constructor arguments only (SamplerSettings): Ray can re-create such an actor at any time.
         # Spread over the nodes, except inside a placement group (a Ray Tune trial reserves its workers' CPUs
         # as bundles): there the workers take the group's bundles, which Tune captures for child actors.
         strategy = None if ray.util.get_current_placement_group() is not None else "SPREAD"
-        self._make = lambda i: ray.remote(worker_cls or RayRolloutWorker).options(
-            num_cpus=num_cpus_per_worker, scheduling_strategy=strategy).remote(settings, i + 1)
+        self._make = lambda i: (
+            ray.remote(worker_cls or RayRolloutWorker)
+            .options(num_cpus=num_cpus_per_worker, scheduling_strategy=strategy)
+            .remote(settings, i + 1)
+        )
         self.actors = [self._make(i) for i in range(num_workers)]
         self.num_workers = num_workers
         RestartBudget.__init__(self, num_workers)
@@ -206,18 +219,20 @@ class RayWorkers(RestartBudget):
     def _restart(self, i: int, error: BaseException) -> None:
         kill_quietly(self.actors[i])
         self.charge(i, error)
-        self.actors[i] = self.replacement(self._make, i)  # pulls the current weights on its first sample_with call
+        self.actors[i] = self.replacement(
+            self._make, i
+        )  # pulls the current weights on its first sample_with call
 
     def sync_weights(self, weights: list[np.ndarray], version: int) -> None:
         # One ray.put per version; dropping the previous ref lets the object store free it.
         self.sync_weights_ref(ray.put(weights), version)
 
     @property
-    def weights_ref(self) -> "ray.ObjectRef | None":
+    def weights_ref(self) -> ray.ObjectRef | None:
         """The object-store reference of the latest published weights."""
         return self._weights_ref
 
-    def sync_weights_ref(self, weights_ref: "ray.ObjectRef", version: int) -> None:
+    def sync_weights_ref(self, weights_ref: ray.ObjectRef, version: int) -> None:
         """Weights already in the object store (e.g. returned by a learner actor)."""
         self._weights_ref = weights_ref
         self._version = version
@@ -240,7 +255,9 @@ class RayWorkers(RestartBudget):
 
                 if self._gcs_state is None:
                     self._gcs_state = get_state_from_address(ray.get_runtime_context().gcs_address)
-                self._store_bytes = int(get_memory_info_reply(self._gcs_state).store_stats.object_store_bytes_used)
+                self._store_bytes = int(
+                    get_memory_info_reply(self._gcs_state).store_stats.object_store_bytes_used
+                )
             except Exception:  # noqa: BLE001 - a metric must never stop training
                 pass
         return self._store_bytes
@@ -250,7 +267,9 @@ class RayWorkers(RestartBudget):
 
     def set_states(self, states: list[dict]) -> None:
         if len(states) != len(self.actors):
-            raise ValueError(f"checkpoint holds {len(states)} worker states, this run has {len(self.actors)} workers")
+            raise ValueError(
+                f"checkpoint holds {len(states)} worker states, this run has {len(self.actors)} workers"
+            )
         ray.get([a.set_state.remote(s) for a, s in zip(self.actors, states)])
 
     def healthy(self) -> int:
@@ -269,7 +288,7 @@ class LearnerHost:
     """Actor body: a Learner built inside this process (which may hold GPUs)."""
 
     def __init__(self, factory, num_gpus: float, threads, mlp: bool):
-        from relayrl.placement import build_learner_here
+        from relayrl.learning.placement import build_learner_here
 
         self.learner = build_learner_here(factory, num_gpus, threads, mlp)
 
@@ -299,12 +318,15 @@ class LearnerHost:
         import os
         import socket
 
-        from relayrl.tf_import import tf
+        from relayrl.learning.placement import device_report
 
-        return {"node_id": ray.get_runtime_context().get_node_id(), "pid": os.getpid(), "host": socket.gethostname(),
-                "gpu_ids": ray.get_gpu_ids(), "visible_gpus": [d.name for d in tf.config.list_logical_devices("GPU")],
-                "variable_devices": sorted({getattr(v, "value", v).device for v in self.learner.model.ordered_variables}),
-                "replicas": self.learner.strategy.num_replicas_in_sync, "eager": self.learner.eager}
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "gpu_ids": ray.get_gpu_ids(),
+            **device_report(self.learner),
+        }
 
 
 class RemoteLearner:
@@ -317,8 +339,10 @@ class RemoteLearner:
         available = ray.cluster_resources().get("GPU", 0.0)
         if num_gpus > available:
             self.stop()
-            raise ValueError(f"num_gpus = {num_gpus} but the Ray cluster has {available:g} GPU(s); "
-                             f"allowed: 0..{available:g}")
+            raise ValueError(
+                f"num_gpus = {num_gpus} but the Ray cluster has {available:g} GPU(s); "
+                f"allowed: 0..{available:g}"
+            )
         host = ray.remote(LearnerHost).options(num_gpus=num_gpus, num_cpus=0)
         self.actor = host.remote(factory, num_gpus, threads, mlp)
         try:
@@ -333,7 +357,7 @@ class RemoteLearner:
     def get_weights(self) -> list[np.ndarray]:
         return ray.get(self.actor.get_weights.remote())
 
-    def weights_ref(self) -> "ray.ObjectRef":
+    def weights_ref(self) -> ray.ObjectRef:
         """The weights as an object in the store, written by the learner's process."""
         return self.actor.get_weights.remote()
 

@@ -11,6 +11,7 @@ Nothing is lost when a shard dies: every upload carries (source, sequence number
 sequence it applied per source (and that record travels in its snapshot), and each cache keeps its uploads
 until a snapshot confirms them. A shard restored from its snapshot is sent exactly the uploads after it.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,15 +21,19 @@ import numpy as np
 import ray
 
 from relayrl.replay import PrioritizedReplay, UniformReplay
-from relayrl.rollout import EnvError
 from relayrl.runtime.ray_workers import RayRolloutWorker
+from relayrl.sampling.rollout import EnvError
 
 
 class ReplayShard:
     """Actor body: one shard of the replay buffer."""
 
     def __init__(self, capacity: int, prioritized: bool, alpha: float, seed: int | None):
-        self.buffer = PrioritizedReplay(capacity, alpha, seed=seed) if prioritized else UniformReplay(capacity, seed=seed)
+        self.buffer = (
+            PrioritizedReplay(capacity, alpha, seed=seed)
+            if prioritized
+            else UniformReplay(capacity, seed=seed)
+        )
         self.applied: dict[int, int] = {}  # source -> last upload sequence number stored
 
     def add(self, batch: dict, priorities: np.ndarray | None = None, source: int = -1, seq: int = -1) -> int:
@@ -108,7 +113,9 @@ class ReplayCache:
         self._unconfirmed_rows += self._count
         self.rows_uploaded += self._count
         self._rows, self._priorities, self._count = [], [], 0
-        while self.keep_rows is not None and self._unconfirmed_rows - self._unconfirmed[0][1] >= self.keep_rows:
+        while (
+            self.keep_rows is not None and self._unconfirmed_rows - self._unconfirmed[0][1] >= self.keep_rows
+        ):
             dropped = self._unconfirmed.popleft()[1]
             self._unconfirmed_rows -= dropped
             self.rows_dropped += dropped
@@ -143,12 +150,24 @@ class ReplayCache:
                 self._pending.append(shard.add.remote(batch, priorities, self.source, seq))
 
 
+def attach_workers(attachments: list[tuple]) -> None:
+    """(worker actor, its replay shard, attach_replay's other arguments) per worker: each worker's cache then
+    uploads to that shard. Waits until every worker has taken its shard."""
+    ray.get([actor.attach_replay.remote(shard, *args) for actor, shard, args in attachments])
+
+
 class ShardedReplay:
     """Shard actors plus the driver's last snapshot of each: a shard that dies is re-created from its
     snapshot, and the workers' caches resend the uploads after it (see ReplayCache.retarget)."""
 
-    def __init__(self, num_shards: int, capacity: int, prioritized: bool = False, alpha: float = 0.6,
-                 seed: int | None = None):
+    def __init__(
+        self,
+        num_shards: int,
+        capacity: int,
+        prioritized: bool = False,
+        alpha: float = 0.6,
+        seed: int | None = None,
+    ):
         actor = ray.remote(ReplayShard).options(num_cpus=0)  # mostly idle memory: reserve no CPU
         per_shard = max(1, capacity // num_shards)
         self._make = lambda i: actor.remote(per_shard, prioritized, alpha, None if seed is None else seed + i)
@@ -182,6 +201,15 @@ class ShardedReplay:
         self.restarts += 1
         if self.on_restore is not None:
             self.on_restore(i, self.shards[i])
+
+    def load(self, parts: list[dict]) -> None:
+        """Load each shard's part of a checkpoint (an empty part leaves that shard as it is)."""
+        refs = []
+        for i, (shard, part) in enumerate(zip(self.shards, parts)):
+            if part:
+                self.snapshots[i] = part
+                refs.append(shard.load_state.remote(part))
+        ray.get(refs)
 
     def add(self, batch: dict) -> None:
         """Driver-side add: rows dealt round-robin in contiguous blocks, one call per shard."""
@@ -258,8 +286,15 @@ class ReplayFeedingWorker:
     into its replay shard through a local cache; only episode statistics go back to the driver. New weights
     are pulled at most every `pull_every` fragments."""
 
-    def attach_replay(self, shard, flush_rows: int, pull_every: int, dueling: bool, source: int = -1,
-                      keep_rows: int | None = None) -> None:
+    def attach_replay(
+        self,
+        shard,
+        flush_rows: int,
+        pull_every: int,
+        dueling: bool,
+        source: int = -1,
+        keep_rows: int | None = None,
+    ) -> None:
         if getattr(self, "cache", None) is not None:  # a restored shard: keep the cache, resend what it lacks
             self.cache.retarget(shard)
             return

@@ -1,5 +1,6 @@
 """Ape-X on real Ray: per-worker epsilons, workers writing to sharded replay with initial priorities, a
 learner that trains without waiting for workers and sends priorities back."""
+
 import time
 
 import cloudpickle
@@ -18,8 +19,10 @@ def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
     config = _apex_config(apex_epsilon=0.4, apex_alpha=7.0)
     algo = config.build()
     try:
-        epsilons = ray.get([a.__ray_call__.remote(lambda self: self.policy._epsilon) for a in algo.workers.actors])
-        np.testing.assert_allclose(sorted(epsilons, reverse=True), [0.4, 0.4 ** 8])
+        epsilons = ray.get(
+            [a.__ray_call__.remote(lambda self: self.policy._epsilon) for a in algo.workers.actors]
+        )
+        np.testing.assert_allclose(sorted(epsilons, reverse=True), [0.4, 0.4**8])
         learned, lags = 0, []
         for _ in range(200):
             result = algo.train()
@@ -32,7 +35,9 @@ def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
         sizes = ray.get([s.size.remote() for s in algo.replay.shards])
         assert all(n > 0 for n in sizes)
         # priorities came back from the learner: the trees no longer hold only the initial priorities
-        totals = ray.get([s.__ray_call__.remote(lambda self: self.buffer.tree.total) for s in algo.replay.shards])
+        totals = ray.get(
+            [s.__ray_call__.remote(lambda self: self.buffer.tree.total) for s in algo.replay.shards]
+        )
         assert all(t > 0 for t in totals)
         assert lags and min(lags) >= 0
     finally:
@@ -40,10 +45,20 @@ def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
 
 
 def _apex_config(**training):
-    return (ApeXConfig().environment("CartPole-v1")
-            .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=25)
-            .training(learning_starts=300, train_batch_size=32, updates_per_iteration=8, worker_cache_rows=100,
-                      num_replay_shards=2, **training).debugging(seed=0))
+    return (
+        ApeXConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=25)
+        .training(
+            learning_starts=300,
+            train_batch_size=32,
+            updates_per_iteration=8,
+            worker_cache_rows=100,
+            num_replay_shards=2,
+            **training,
+        )
+        .debugging(seed=0)
+    )
 
 
 def _quiesce(algo) -> list[dict]:
@@ -60,8 +75,11 @@ def test_sharded_samples_mix_the_shards_in_every_minibatch(ray_session):
     try:
         for i, shard in enumerate(replay.shards):  # shard i holds only rows tagged i, as if fed by worker i
             n = 1000
-            ray.get(shard.add.remote({"obs": np.full((n, 1), i, np.float32), "actions": np.full(n, i)},
-                                     np.ones(n), -1, 0))
+            ray.get(
+                shard.add.remote(
+                    {"obs": np.full((n, 1), i, np.float32), "actions": np.full(n, i)}, np.ones(n), -1, 0
+                )
+            )
         batch = replay.sample(16 * 64, beta=0.4)
         np.testing.assert_array_equal(batch["actions"], batch["shard"])  # rows keep their shard label
         shares = batch["shard"].reshape(16, 64).mean(axis=1)
@@ -126,10 +144,14 @@ def test_apex_checkpoint_keeps_the_sharded_replay(ray_session, tmp_path):
 
 @pytest.mark.parametrize("fault,timeout", [("kill", 60.0), ("raise", 60.0), ("hang", 3.0)])
 def test_apex_restarts_a_failed_worker_and_keeps_learning(ray_session, tmp_path, fault, timeout):
-    config = (_apex_config()
-              .environment(FaultyCartPole, env_config={"fault": fault, "at_step": 400,
-                                                       "marker": str(tmp_path / "fault.marker")})
-              .fault_tolerance(restart_backoff_s=0.1, sample_timeout_s=timeout))
+    config = (
+        _apex_config()
+        .environment(
+            FaultyCartPole,
+            env_config={"fault": fault, "at_step": 400, "marker": str(tmp_path / "fault.marker")},
+        )
+        .fault_tolerance(restart_backoff_s=0.1, sample_timeout_s=timeout)
+    )
     algo = config.build()
     try:
         learned = 0

@@ -7,6 +7,7 @@ shell block can use a file a python block wrote. A block fenced as ```text, or p
 `<!-- no-test -->`, is not run (cluster set-up, pip installs: each says why). A failing block fails the
 page's test with the block, its line number and its output.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,7 +23,14 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-RUNNABLE = {"python": "python", "py": "python", "bash": "bash", "sh": "bash", "shell": "bash", "console": "console"}
+RUNNABLE = {
+    "python": "python",
+    "py": "python",
+    "bash": "bash",
+    "sh": "bash",
+    "shell": "bash",
+    "console": "console",
+}
 FENCE = re.compile(r"^```(\S*)[^\n]*\n(.*?)^```[ \t]*$", re.M | re.S)
 NO_TEST = "<!-- no-test -->"
 BLOCK_TIMEOUT_S = 240
@@ -73,8 +81,14 @@ class PythonSession:
     def __init__(self, cwd: Path, env: dict):
         self.stderr_path = cwd / ".docs-python-stderr"
         self._stderr = open(self.stderr_path, "w+")
-        self.proc = subprocess.Popen([sys.executable, "-c", RUNNER], cwd=cwd, env=env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=self._stderr)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", RUNNER],
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+        )
         self._buffer = b""
 
     def run(self, code: str, name: str) -> tuple[bool, str]:
@@ -112,11 +126,20 @@ class PythonSession:
 
 def run_shell(code: str, cwd: Path, env: dict) -> tuple[bool, str]:
     try:
-        proc = subprocess.run(["bash", "-c", "set -euo pipefail\n" + code], cwd=cwd, env=env, capture_output=True,
-                              text=True, timeout=BLOCK_TIMEOUT_S)
+        proc = subprocess.run(
+            ["bash", "-c", "set -euo pipefail\n" + code],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=BLOCK_TIMEOUT_S,
+        )
     except subprocess.TimeoutExpired as exc:
         return False, f"[timed out]\n--- stderr\n{exc.stderr}"
-    return proc.returncode == 0, f"--- exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-8000:]}"
+    return (
+        proc.returncode == 0,
+        f"--- exit {proc.returncode}\n--- stdout\n{proc.stdout[-4000:]}\n--- stderr\n{proc.stderr[-8000:]}",
+    )
 
 
 PAGES = sorted(DOCS.rglob("*.md"))
@@ -127,8 +150,9 @@ def test_docs_have_runnable_blocks():
     assert sum(len(extract_blocks(p.read_text())) for p in PAGES) >= 10
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if extract_blocks(p.read_text())],
-                         ids=lambda p: str(p.relative_to(DOCS)))
+@pytest.mark.parametrize(
+    "page", [p for p in PAGES if extract_blocks(p.read_text())], ids=lambda p: str(p.relative_to(DOCS))
+)
 def test_docs_page_code_blocks_run(page: Path, tmp_path: Path):
     env = _env()
     session = None
@@ -142,15 +166,20 @@ def test_docs_page_code_blocks_run(page: Path, tmp_path: Path):
                 code = console_commands(block["code"]) if block["lang"] == "console" else block["code"]
                 ok, output = run_shell(code, tmp_path, env)
             if not ok:
-                pytest.fail(f"{block['lang']} block at {where} failed:\n```\n{block['code']}```\n{output}", pytrace=False)
+                pytest.fail(
+                    f"{block['lang']} block at {where} failed:\n```\n{block['code']}```\n{output}",
+                    pytrace=False,
+                )
     finally:
         if session is not None:
             session.close()
 
 
 def test_extractor_skips_text_and_no_test_blocks():
-    text = ("```python\nx = 1\n```\n<!-- no-test -->\n```bash\npip install x\n```\n```text\nray start --head\n```\n"
-            "```console\n$ relayrl --help\nusage\n```\n")
+    text = (
+        "```python\nx = 1\n```\n<!-- no-test -->\n```bash\npip install x\n```\n```text\nray start --head\n```\n"
+        "```console\n$ relayrl --help\nusage\n```\n"
+    )
     blocks = extract_blocks(text)
     assert [(b["lang"], b["line"]) for b in blocks] == [("python", 1), ("console", 11)]
     assert console_commands(blocks[1]["code"]) == "relayrl --help"

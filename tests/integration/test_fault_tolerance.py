@@ -1,6 +1,7 @@
 """Fault injection on real Ray workers: a worker killed mid-sample, an env raising, an env hanging past the
 timeout. Training continues, `workers/restarts` counts each fault exactly once, no fragment is lost, and PPO
 still reaches the learning threshold; past the restart budget the run stops with a typed error."""
+
 import time
 
 import cloudpickle
@@ -16,10 +17,16 @@ cloudpickle.register_pickle_by_value(tests.fakes)  # Ray workers get the fake en
 
 
 def faulty_config(tmp_path, fault: str, **fault_tolerance):
-    return (PPOConfig.from_tuned("CartPole-v1").environment(FaultyCartPole, env_config={
-                "fault": fault, "at_step": 150, "marker": str(tmp_path / f"{fault}.marker")})
-            .rollouts(num_rollout_workers=2).debugging(seed=0)
-            .fault_tolerance(restart_backoff_s=0.1, **fault_tolerance))
+    return (
+        PPOConfig.from_tuned("CartPole-v1")
+        .environment(
+            FaultyCartPole,
+            env_config={"fault": fault, "at_step": 150, "marker": str(tmp_path / f"{fault}.marker")},
+        )
+        .rollouts(num_rollout_workers=2)
+        .debugging(seed=0)
+        .fault_tolerance(restart_backoff_s=0.1, **fault_tolerance)
+    )
 
 
 @pytest.mark.learning
@@ -43,7 +50,9 @@ def test_training_survives_a_fault_and_still_learns(ray_session, tmp_path, fault
 def test_past_the_restart_budget_the_error_names_the_worker(ray_session, tmp_path):
     algo = faulty_config(tmp_path, "raise", max_worker_restarts=0).build()
     try:
-        with pytest.raises(WorkerFailedError, match=r"rollout worker \d failed 1 times .* injected env failure"):
+        with pytest.raises(
+            WorkerFailedError, match=r"rollout worker \d failed 1 times .* injected env failure"
+        ):
             for _ in range(50):
                 algo.train()
     finally:
@@ -63,12 +72,18 @@ def test_a_crashing_env_can_be_recreated_in_place(ray_session, tmp_path):
 
 def two_worker_config(algo_name: str, tmp_path, fault: str):
     """`algo_name` on FaultyCartPole with 2 Ray workers of 4 envs; a hang counts after 5 s."""
-    from relayrl.algos import config_class
+    from relayrl.algorithms import config_class
 
-    return (config_class(algo_name)().environment(FaultyCartPole, env_config={
-                "fault": fault, "at_step": 150, "marker": str(tmp_path / "fault.marker")})
-            .rollouts(num_rollout_workers=2, num_envs_per_worker=4).debugging(seed=0)
-            .fault_tolerance(restart_backoff_s=0.1, **({"sample_timeout_s": 5.0} if fault == "hang" else {})))
+    return (
+        config_class(algo_name)()
+        .environment(
+            FaultyCartPole,
+            env_config={"fault": fault, "at_step": 150, "marker": str(tmp_path / "fault.marker")},
+        )
+        .rollouts(num_rollout_workers=2, num_envs_per_worker=4)
+        .debugging(seed=0)
+        .fault_tolerance(restart_backoff_s=0.1, **({"sample_timeout_s": 5.0} if fault == "hang" else {}))
+    )
 
 
 @pytest.mark.parametrize("algo_name", ["a3c", "impala"])
@@ -92,8 +107,11 @@ def test_async_fleets_restart_a_failed_worker(ray_session, tmp_path, algo_name, 
 
 @pytest.mark.parametrize("algo_name,fault", [("a2c", "kill"), ("ppo", "raise"), ("ppo", "hang")])
 def test_gradient_aggregation_restarts_a_failed_worker(ray_session, tmp_path, algo_name, fault):
-    config = (two_worker_config(algo_name, tmp_path, fault).rollouts(rollout_fragment_length=32)
-              .training(update_mode="gradients", train_batch_size=256))
+    config = (
+        two_worker_config(algo_name, tmp_path, fault)
+        .rollouts(rollout_fragment_length=32)
+        .training(update_mode="gradients", train_batch_size=256)
+    )
     algo = config.build()
     try:
         for _ in range(10):  # the fault comes at the 150th step of an env copy: iteration 5
@@ -115,10 +133,14 @@ def test_a_worker_killed_during_ppo_sgd_steps_resamples_the_fragment_it_kept(ray
     its successor samples a new fragment with the iteration's weights and the update uses all rows."""
     import ray
 
-    config = (PPOConfig().environment("CartPole-v1")
-              .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=32)
-              .training(update_mode="gradients", train_batch_size=256, num_sgd_iter=2, sgd_minibatch_size=64)
-              .debugging(seed=0).fault_tolerance(restart_backoff_s=0.1))
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=32)
+        .training(update_mode="gradients", train_batch_size=256, num_sgd_iter=2, sgd_minibatch_size=64)
+        .debugging(seed=0)
+        .fault_tolerance(restart_backoff_s=0.1)
+    )
     algo = config.build()
     fleet = algo.workers
     sample_and_keep, sampled = fleet.sample_and_keep, []

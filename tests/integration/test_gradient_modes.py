@@ -1,5 +1,6 @@
 """Gradient exchange on real Ray: A2C's gradient-aggregation mode equals sample shipping for one worker;
 A3C's parameter server records staleness."""
+
 import numpy as np
 import pytest
 
@@ -11,8 +12,12 @@ def two_iterations_weights(update_mode: str, algo: str = "a2c") -> tuple[list[np
         config = A2CConfig().training(normalize_advantages=True)
     else:  # 2 epochs of 2 minibatches: 4 SGD steps per iteration, each one gradient round trip
         config = PPOConfig().training(num_sgd_iter=2, sgd_minibatch_size=32)
-    config = (config.environment("CartPole-v1").rollouts(num_rollout_workers=1, num_envs_per_worker=4)
-              .training(update_mode=update_mode, train_batch_size=64).debugging(seed=3))
+    config = (
+        config.environment("CartPole-v1")
+        .rollouts(num_rollout_workers=1, num_envs_per_worker=4)
+        .training(update_mode=update_mode, train_batch_size=64)
+        .debugging(seed=3)
+    )
     algo = config.build()
     try:
         initial = algo.learner.get_weights()
@@ -34,8 +39,12 @@ def test_gradient_aggregation_equals_sample_shipping_for_one_worker(ray_session,
 
 
 def test_a3c_applies_gradients_without_barrier_and_records_staleness(ray_session):
-    config = A3CConfig().environment("CartPole-v1").rollouts(num_rollout_workers=2, num_envs_per_worker=4,
-                                                             rollout_fragment_length=8).training(train_batch_size=256)
+    config = (
+        A3CConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_rollout_workers=2, num_envs_per_worker=4, rollout_fragment_length=8)
+        .training(train_batch_size=256)
+    )
     algo = config.debugging(seed=0).build()
     try:
         result = algo.train()

@@ -6,6 +6,7 @@ and no code named in them runs: each payload would create a marker file, which m
 The matrix runs the real CLI entry point (`relayrl.cli.main`, what the `relayrl` script calls) in this
 process; a few runs go through a fresh `python -m relayrl.cli` process to check the exit status and stderr
 end to end."""
+
 import os
 import subprocess
 import sys
@@ -13,21 +14,48 @@ from pathlib import Path
 
 import pytest
 
-from relayrl import PPOConfig, checkpoint, cli
-from tests.checkpoint_edits import (copy, edit_json, learner_data_file, read_json, reseal, time_limit,
-                                    write_json)
+from relayrl import PPOConfig
+from relayrl.cli import app as cli
+from relayrl.persistence import checkpoint
+from tests.checkpoint_edits import (
+    copy,
+    edit_json,
+    learner_data_file,
+    read_json,
+    reseal,
+    time_limit,
+    write_json,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
-TRAIN_FLAGS = ["--envs-per-worker", "2", "--seed", "0", "--quiet", "--stop-iters", "2",
-               "--set", "train_batch_size=64", "--set", "sgd_minibatch_size=32", "--set", "num_sgd_iter=1"]
+TRAIN_FLAGS = [
+    "--envs-per-worker",
+    "2",
+    "--seed",
+    "0",
+    "--quiet",
+    "--stop-iters",
+    "2",
+    "--set",
+    "train_batch_size=64",
+    "--set",
+    "sgd_minibatch_size=32",
+    "--set",
+    "num_sgd_iter=1",
+]
 PAYLOAD_MODULE = "relayrl_ckpt_payload"  # imported, it would write the marker
 
 
 @pytest.fixture(scope="module")
 def good(tmp_path_factory):
     base = tmp_path_factory.mktemp("hostile")
-    algo = (PPOConfig().environment("CartPole-v1").rollouts(num_envs_per_worker=2)
-            .training(train_batch_size=64, sgd_minibatch_size=32, num_sgd_iter=1).debugging(seed=0)).build()
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_envs_per_worker=2)
+        .training(train_batch_size=64, sgd_minibatch_size=32, num_sgd_iter=1)
+        .debugging(seed=0)
+    ).build()
     algo.train()
     path = algo.save(str(base / "good"))
     algo.stop()
@@ -40,6 +68,7 @@ def callable_env(ckpt, marker, outside):
     def change(config):
         config["env"] = "callable:subprocess:Popen"
         config["env_config"] = {"sh": 0, "-c": 0, f"touch {marker}": 0}
+
     edit_json(ckpt, "config.json", change)
 
 
@@ -108,7 +137,7 @@ def manifest_without_files(ckpt, marker, outside):
 
 def manifest_huge_size(ckpt, marker, outside):
     manifest = read_json(ckpt, "COMPLETE")
-    manifest["files"]["state.json"]["bytes"] = 10 ** 30
+    manifest["files"]["state.json"]["bytes"] = 10**30
     write_json(ckpt, "COMPLETE", manifest)
 
 
@@ -132,6 +161,7 @@ def env_method_overwrite(ckpt, marker, outside):
 def env_array_retyped(ckpt, marker, outside):
     def change(state):
         state["workers"][0]["env"]["values"]["state"] = {"__ndarray__": [[1]], "dtype": "|O", "shape": [1, 1]}
+
     edit_json(ckpt, "state.json", change)
 
 
@@ -218,14 +248,26 @@ def test_callable_env_checkpoint_is_refused_by_a_fresh_cli_process(good, tmp_pat
     callable_env(ckpt, marker, None)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(ROOT))
     for args in (["evaluate", ckpt], ["export", ckpt, str(tmp_path / "exported")]):
-        proc = subprocess.run([sys.executable, "-m", "relayrl.cli", *args], capture_output=True, text=True,
-                              env=env, timeout=120, cwd=tmp_path)
+        proc = subprocess.run(
+            [sys.executable, "-m", "relayrl.cli", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            cwd=tmp_path,
+        )
         assert proc.returncode == 2 and not marker.exists(), proc.stderr
         assert proc.stderr.splitlines() == [proc.stderr.strip()], proc.stderr
         assert "config.json: env = 'callable:subprocess:Popen' is a Python callable" in proc.stderr
         assert "--env ID" in proc.stderr
-    proc = subprocess.run([sys.executable, "-m", "relayrl.cli", "evaluate", ckpt, "--env", "CartPole-v1"],
-                          capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "relayrl.cli", "evaluate", ckpt, "--env", "CartPole-v1"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=tmp_path,
+    )
     refusals = [line for line in proc.stderr.splitlines() if line.startswith("relayrl:")]
     assert proc.returncode == 2 and not marker.exists() and "Traceback" not in proc.stderr, proc.stderr
     assert len(refusals) == 1 and "config.json with env," in refusals[0] and "does not build: " in refusals[0]
@@ -243,15 +285,22 @@ def test_resume_refuses_a_missing_or_foreign_checkpoint(good, tmp_path, capsys):
 def test_a_ray_worker_refuses_a_hostile_env_snapshot_in_one_line(ray_session, good, tmp_path):
     """Worker states are checked where the envs live, in the worker actors: the refusal comes back as the
     worker's CheckpointError (one line), not Ray's wrapped traceback."""
-    algo = (PPOConfig().environment("CartPole-v1").rollouts(num_rollout_workers=1, num_envs_per_worker=2)
-            .training(train_batch_size=64, sgd_minibatch_size=32, num_sgd_iter=1).debugging(seed=0)).build()
+    algo = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_rollout_workers=1, num_envs_per_worker=2)
+        .training(train_batch_size=64, sgd_minibatch_size=32, num_sgd_iter=1)
+        .debugging(seed=0)
+    ).build()
     try:
         ckpt = copy(good, str(tmp_path / "ckpt"))
         env_method_overwrite(ckpt, None, None)
         with pytest.raises(checkpoint.CheckpointError) as refused:
             algo.restore(ckpt)
-        want = ("state.json: workers: env.'step': not a plain attribute of CartPoleVectorEnv: a snapshot "
-                "only writes the attributes capture() keeps")
+        want = (
+            "state.json: workers: env.'step': not a plain attribute of CartPoleVectorEnv: a snapshot "
+            "only writes the attributes capture() keeps"
+        )
         assert str(refused.value).endswith(want)
         algo.restore(good)  # the same worker then takes a good checkpoint
         assert algo.train()["training_iteration"] == 2

@@ -1,5 +1,6 @@
 """Learner placement: a Ray actor (the GPU path, exercised on CPU), MirroredStrategy equivalence with
 2 logical CPU replicas, and clear errors when GPUs are asked for but absent."""
+
 import json
 import os
 import subprocess
@@ -27,8 +28,14 @@ def test_mirrored_update_on_two_replicas_equals_one_replica():
 
 
 def test_learner_in_a_ray_actor_trains_and_feeds_workers(ray_session):
-    config = (PPOConfig().environment("CartPole-v1").rollouts(num_rollout_workers=1, num_envs_per_worker=4)
-              .resources(learner_placement="actor").training(**SMALL).debugging(seed=0))
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_rollout_workers=1, num_envs_per_worker=4)
+        .resources(learner_placement="actor")
+        .training(**SMALL)
+        .debugging(seed=0)
+    )
     algo = config.build()
     try:
         assert algo.learner.placement["pid"] != os.getpid()
@@ -49,4 +56,6 @@ def test_gpu_requests_without_gpus_are_refused_clearly(ray_session):
     with pytest.raises(ValueError, match=r"num_gpus = 1 but the Ray cluster has 0 GPU"):
         PPOConfig().environment("CartPole-v1").resources(num_gpus=1).training(**SMALL).build()
     with pytest.raises(ValueError, match=r"num_gpus = 1 but TensorFlow sees 0 GPU"):
-        PPOConfig().environment("CartPole-v1").resources(num_gpus=1, learner_placement="driver").training(**SMALL).build()
+        PPOConfig().environment("CartPole-v1").resources(num_gpus=1, learner_placement="driver").training(
+            **SMALL
+        ).build()

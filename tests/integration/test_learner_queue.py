@@ -1,14 +1,16 @@
 """IMPALA's learner queue on real Ray: workers keep sampling while the driver is busy; a full queue drops
 the oldest fragments or blocks the workers, per config; weights reach workers through the WeightClient."""
+
 import time
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from relayrl import IMPALAConfig, networks
-from relayrl.config import DEFAULT_MODEL
-from relayrl.rollout import SamplerSettings
+from relayrl import IMPALAConfig
+from relayrl.core.config import DEFAULT_MODEL
+from relayrl.models import networks
+from relayrl.sampling.rollout import SamplerSettings
 
 
 def make_queue(when_full: str, pull: dict | None = None):
@@ -16,10 +18,18 @@ def make_queue(when_full: str, pull: dict | None = None):
 
     env = gym.make("CartPole-v1")
     spec = networks.spec_from_spaces(env.observation_space, env.action_space, DEFAULT_MODEL)
-    settings = SamplerSettings(env="CartPole-v1", env_config={}, num_envs=2, fragment_length=4, spec=spec,
-                               seed=0, postprocess="sequences")
-    queue = LearnerQueue(settings, 2, 0.5, None, queue_size=1, when_full=when_full,
-                         pull=pull or {"every_k": 1}, in_flight=2)
+    settings = SamplerSettings(
+        env="CartPole-v1",
+        env_config={},
+        num_envs=2,
+        fragment_length=4,
+        spec=spec,
+        seed=0,
+        postprocess="sequences",
+    )
+    queue = LearnerQueue(
+        settings, 2, 0.5, None, queue_size=1, when_full=when_full, pull=pull or {"every_k": 1}, in_flight=2
+    )
     queue.wait_ready()
     weights = networks.init_weights(spec, np.random.default_rng(0))
     queue.sync_weights(weights, 0)
@@ -80,7 +90,12 @@ def test_impala_reports_policy_lag_and_worker_idle_fraction(ray_session):
             result = algo.train()
     finally:
         algo.stop()
-    assert result["learner/policy_lag_mean"] >= 0 and result["learner/policy_lag_max"] >= result["learner/policy_lag_mean"]
+    assert (
+        result["learner/policy_lag_mean"] >= 0
+        and result["learner/policy_lag_max"] >= result["learner/policy_lag_mean"]
+    )
     assert 0.0 <= result["learner/worker_idle_fraction"] < 1.0
-    assert result["weights_version"] == 20 and result["timesteps_total"] >= 20 * 400  # 512 per update, less the reset steps
+    assert (
+        result["weights_version"] == 20 and result["timesteps_total"] >= 20 * 400
+    )  # 512 per update, less the reset steps
     assert 0.5 < result["learner/rho_mean"] < 2.0

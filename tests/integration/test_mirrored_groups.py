@@ -1,5 +1,6 @@
 """The learner's variable groups (one Adam each, TD3's delayed actor) under a MirroredStrategy over 2 logical
 CPUs give the same update as one replica."""
+
 import json
 import os
 import subprocess

@@ -1,4 +1,5 @@
 """relayrl joins an existing Ray cluster by address and spreads its workers over its nodes."""
+
 import json
 import os
 import subprocess
@@ -8,8 +9,12 @@ from pathlib import Path
 
 def test_workers_run_on_both_nodes_of_a_two_node_cluster_and_training_progresses():
     script = Path(__file__).with_name("two_node_check.py")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", RAY_USAGE_STATS_ENABLED="0",
-               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    env = dict(
+        os.environ,
+        TF_CPP_MIN_LOG_LEVEL="3",
+        RAY_USAGE_STATS_ENABLED="0",
+        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
+    )
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=400)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])

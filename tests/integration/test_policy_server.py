@@ -1,4 +1,5 @@
 """`relayrl serve` as users run it: a real server process, real client processes over HTTP on loopback."""
+
 import json
 import os
 import re
@@ -17,8 +18,14 @@ ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", RAY_USAGE_STATS_ENABLED="0", PY
 def start_server(tmp_path, *args):
     """Start `relayrl serve` on a free port; return (process, url, stderr file)."""
     err = tmp_path / "server.err"
-    proc = subprocess.Popen([sys.executable, "-m", "relayrl.cli", "serve", *args, "--port", "0"],
-                            stdout=subprocess.PIPE, stderr=err.open("w"), text=True, env=ENV, cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "relayrl.cli", "serve", *args, "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=err.open("w"),
+        text=True,
+        env=ENV,
+        cwd=ROOT,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and proc.poll() is None:
         match = re.search(r"serving \S+ on (http://\S+:\d+)", err.read_text())
@@ -31,11 +38,40 @@ def start_server(tmp_path, *args):
 
 @pytest.mark.learning
 def test_four_client_processes_train_ppo_on_cartpole_to_400(tmp_path):
-    server, url, err = start_server(tmp_path, "ppo", "--env", "CartPole-v1", "--seed", "0", "--stop-reward", "400",
-                                    "--stop-time", "240", "--json", "--quiet")
-    clients = [subprocess.Popen([sys.executable, "examples/external_cartpole.py", "--address", url, "--seed", str(i),
-                                 "--max-seconds", "240"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=ENV, cwd=ROOT) for i in range(4)]
+    server, url, err = start_server(
+        tmp_path,
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--seed",
+        "0",
+        "--stop-reward",
+        "400",
+        "--stop-time",
+        "240",
+        "--json",
+        "--quiet",
+    )
+    clients = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "examples/external_cartpole.py",
+                "--address",
+                url,
+                "--seed",
+                str(i),
+                "--max-seconds",
+                "240",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=ENV,
+            cwd=ROOT,
+        )
+        for i in range(4)
+    ]
     try:
         out, _ = server.communicate(timeout=260)
         for client in clients:  # the server stopped: every client notices and exits by itself
@@ -48,43 +84,59 @@ def test_four_client_processes_train_ppo_on_cartpole_to_400(tmp_path):
                 p.kill()
     assert server.returncode == 0, err.read_text()[-2000:]
     final = json.loads(out.strip().splitlines()[-1])
-    print(f"\nserver final: reward {final['episode_reward_mean']:.1f} after {final['timesteps_total']} steps, "
-          f"{final['training_iteration']} iterations, {final['wall_time_s']:.1f} s")
+    print(
+        f"\nserver final: reward {final['episode_reward_mean']:.1f} after {final['timesteps_total']} steps, "
+        f"{final['training_iteration']} iterations, {final['wall_time_s']:.1f} s"
+    )
     assert final["episode_reward_mean"] >= 400, final
     assert final["weights_version"] == final["training_iteration"] > 0
 
 
-@pytest.mark.parametrize("args,message", [
-    (["serve", "dqnn", "--env", "CartPole-v1"], "unknown algorithm 'dqnn'; allowed: ppo"),
-    (["serve", "ppo", "--env", "CartPole-v1", "--port", "70000"], "--port 70000: allowed 0..65535"),
-    (["serve", "ppo", "--env", "CartPol-v1"], "unknown environment id 'CartPol-v1'"),
-    (["serve", "ppo", "--env", "no_such_module:X-v0"], "cannot import 'no_such_module'"),
-    (["serve", "ppo", "--env", "text_commands:TextCommands-v0"], "is Text: pass a codec"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["serve", "dqnn", "--env", "CartPole-v1"], "unknown algorithm 'dqnn'; allowed: ppo"),
+        (["serve", "ppo", "--env", "CartPole-v1", "--port", "70000"], "--port 70000: allowed 0..65535"),
+        (["serve", "ppo", "--env", "CartPol-v1"], "unknown environment id 'CartPol-v1'"),
+        (["serve", "ppo", "--env", "no_such_module:X-v0"], "cannot import 'no_such_module'"),
+        (["serve", "ppo", "--env", "text_commands:TextCommands-v0"], "is Text: pass a codec"),
+    ],
+)
 def test_serve_bad_input_is_one_line_on_stderr_and_exit_2(args, message):
     assert_refused(args, message)
 
 
-@pytest.mark.parametrize("flag,value,allowed", [
-    ("--max-episodes", "0", "allowed: an integer >= 1 and <= 10000000"),
-    ("--max-episodes", "lots", "allowed: an integer >= 1"),
-    ("--episode-timeout-s", "-1", "allowed: a finite number > 0 and <= 86400.0"),
-    ("--episode-timeout-s", "inf", "allowed: a finite number > 0"),
-    ("--max-connections", "1e3", "allowed: an integer >= 1 and <= 65536"),
-    ("--read-timeout-s", "nan", "allowed: a finite number > 0 and <= 86400.0"),
-    ("--read-timeout-s", "0", "allowed: a finite number > 0"),
-    ("--batch-wait-ms", "-3", "allowed: a finite number >= 0 and <= 1000"),
-    ("--stop-iters", "0", "allowed: an integer >= 1"),
-])
+@pytest.mark.parametrize(
+    "flag,value,allowed",
+    [
+        ("--max-episodes", "0", "allowed: an integer >= 1 and <= 10000000"),
+        ("--max-episodes", "lots", "allowed: an integer >= 1"),
+        ("--episode-timeout-s", "-1", "allowed: a finite number > 0 and <= 86400.0"),
+        ("--episode-timeout-s", "inf", "allowed: a finite number > 0"),
+        ("--max-connections", "1e3", "allowed: an integer >= 1 and <= 65536"),
+        ("--read-timeout-s", "nan", "allowed: a finite number > 0 and <= 86400.0"),
+        ("--read-timeout-s", "0", "allowed: a finite number > 0"),
+        ("--batch-wait-ms", "-3", "allowed: a finite number >= 0 and <= 1000"),
+        ("--stop-iters", "0", "allowed: an integer >= 1"),
+    ],
+)
 def test_serve_limit_flags_refuse_bad_values_in_one_line(flag, value, allowed):
-    assert_refused(["serve", "ppo", "--env", "CartPole-v1", flag, value],
-                   f"argument {flag}: {value!r} is invalid: {allowed}")
+    assert_refused(
+        ["serve", "ppo", "--env", "CartPole-v1", flag, value],
+        f"argument {flag}: {value!r} is invalid: {allowed}",
+    )
 
 
 def assert_refused(args: list[str], message: str) -> None:
     env = dict(ENV, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'examples'}")
-    proc = subprocess.run([sys.executable, "-m", "relayrl.cli", *args], capture_output=True, text=True, timeout=120,
-                          env=env, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "relayrl.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("relayrl")]
     assert len(lines) == 1 and message in lines[0], proc.stderr
@@ -98,10 +150,32 @@ def test_serve_outlives_poisoned_data_on_ipv6_loopback_with_every_limit_set(tmp_
     from relayrl.policy_server import PolicyClient, PolicyServerError
 
     host = "::1" if socket.has_ipv6 and _binds("::1") else "127.0.0.1"
-    server, url, err = start_server(tmp_path, "ppo", "--env", "CartPole-v1", "--host", host, "--seed", "0",
-                                    "--set", "train_batch_size=64", "--set", "sgd_minibatch_size=32",
-                                    "--max-episodes", "100", "--episode-timeout-s", "60", "--max-connections",
-                                    "16", "--read-timeout-s", "5", "--stop-iters", "3", "--json", "--quiet")
+    server, url, err = start_server(
+        tmp_path,
+        "ppo",
+        "--env",
+        "CartPole-v1",
+        "--host",
+        host,
+        "--seed",
+        "0",
+        "--set",
+        "train_batch_size=64",
+        "--set",
+        "sgd_minibatch_size=32",
+        "--max-episodes",
+        "100",
+        "--episode-timeout-s",
+        "60",
+        "--max-connections",
+        "16",
+        "--read-timeout-s",
+        "5",
+        "--stop-iters",
+        "3",
+        "--json",
+        "--quiet",
+    )
     client = PolicyClient(url, reconnect_s=2)
     try:
         eid = client.start_episode()

@@ -2,6 +2,7 @@
 PolicyClient, no mocks. Every case ends with the server still answering; timing assertions compare with
 a baseline measured in the same test or with the (test-shortened) timeouts, never with absolute figures
 a busy 2-core machine could miss."""
+
 import http.client
 import json
 import select
@@ -82,56 +83,74 @@ def assert_still_serving(served) -> None:
 START = b"POST /start_episode HTTP/1.1\r\n"
 
 
-@pytest.mark.parametrize("request_bytes,status,message", [
-    (START + b"Content-Length: \xb2\r\n\r\n{}", 400, "Content-Length must be a decimal number"),  # '²'
-    (START + b"Content-Length: -2\r\n\r\n{}", 400, "got '-2'"),
-    (START + b"Content-Length: 2x\r\n\r\n{}", 400, "got '2x'"),
-    (START + b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n{}", 413, "over the 1048576 byte"),
-    (START + b"Content-Length: 99999999\r\n\r\n{}", 413, "over the 1048576 byte limit"),
-    (START + b"Content-Length: 2\r\nContent-Length: 5\r\n\r\n{}", 400, "given once, got 2"),
-    (START + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}", 400, "given once, got 2"),
-    (START + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400, "Transfer-Encoding is not"),
-    (START + b"\r\n{}", 411, "Content-Length header is required"),
-    (b"PUT /start_episode HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 405, "Unsupported method ('PUT')"),
-    (b"POST /start_episode HTTP/2.0\r\nContent-Length: 2\r\n\r\n{}", 400, "Invalid HTTP version"),
-    (b"\x00\x01 garbage\r\n\r\n", 400, "Bad HTTP/0.9 request type"),
-    (b"\x00\x01 some garbage\r\n\r\n", 400, "Bad request version"),
-    (b"GET /status HTTP/1.1\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n", 431, "Line too long"),
-    (b"GET /status HTTP/1.1\r\n" + b"X: y\r\n" * 101 + b"\r\n", 431, "Too many headers"),
-    (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414, ""),
-])
+@pytest.mark.parametrize(
+    "request_bytes,status,message",
+    [
+        (START + b"Content-Length: \xb2\r\n\r\n{}", 400, "Content-Length must be a decimal number"),  # '²'
+        (START + b"Content-Length: -2\r\n\r\n{}", 400, "got '-2'"),
+        (START + b"Content-Length: 2x\r\n\r\n{}", 400, "got '2x'"),
+        (START + b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n{}", 413, "over the 1048576 byte"),
+        (START + b"Content-Length: 99999999\r\n\r\n{}", 413, "over the 1048576 byte limit"),
+        (START + b"Content-Length: 2\r\nContent-Length: 5\r\n\r\n{}", 400, "given once, got 2"),
+        (START + b"Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}", 400, "given once, got 2"),
+        (START + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n", 400, "Transfer-Encoding is not"),
+        (START + b"\r\n{}", 411, "Content-Length header is required"),
+        (b"PUT /start_episode HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}", 405, "Unsupported method ('PUT')"),
+        (b"POST /start_episode HTTP/2.0\r\nContent-Length: 2\r\n\r\n{}", 400, "Invalid HTTP version"),
+        (b"\x00\x01 garbage\r\n\r\n", 400, "Bad HTTP/0.9 request type"),
+        (b"\x00\x01 some garbage\r\n\r\n", 400, "Bad request version"),
+        (b"GET /status HTTP/1.1\r\nX-Long: " + b"a" * 70_000 + b"\r\n\r\n", 431, "Line too long"),
+        (b"GET /status HTTP/1.1\r\n" + b"X: y\r\n" * 101 + b"\r\n", 431, "Too many headers"),
+        (b"GET /" + b"a" * 70_000 + b" HTTP/1.1\r\n\r\n", 414, ""),
+    ],
+)
 def test_bad_headers_get_a_4xx_json_error_never_a_500(served, request_bytes, status, message):
     got, payload = exchange(served, request_bytes)
     assert got == status and message in payload["error"], payload
     assert_still_serving(served)
 
 
-@pytest.mark.parametrize("field,value,message", [
-    ("observation", b"[" + b"9" * 5000 + b", 0, 0, 0]", "observation[0] = 999999999999...(5000 characters)"),
-    ("observation", b"[0, 1" + b"0" * 400 + b", 0, 0]", "observation[1] = 100000000000...(401 characters)"),
-    ("observation", b"[0, 0, 1e400, 0]", "observation[2] = 1e400 is not a finite number"),
-    ("observation", b"[0, 0, 0, 1e39]", "observation[3] = 1e+39 is beyond float32's range"),
-    ("observation", b"[NaN, 0, 0, 0]", "observation[0] = NaN is not a finite number"),
-    ("observation", b"[0, -Infinity, 0, 0]", "observation[1] = -Infinity is not a finite number"),
-    ("observation", b'["1", "2", "3", "4"]', "observation[0] must be a number, got '1'"),
-    ("observation", b"[true, false, true, false]", "observation[0] must be a number, got True"),
-    ("observation", b"[[0, 0], [0, 0]]", "observation has shape (2, 2), expected (4,)"),
-    ("observation", b"[0, [0, 0], 0, 0]", "observation[1] must be a number, got [0, 0]"),
-    ("observation", b'{"x": 1}', "observation must be a nested list of numbers of shape (4,)"),
-    ("reward", b"1e39", "reward must be a number within float32's range (|x| <= 3.403e+38), got 1e+39"),
-    ("reward", b"NaN", "reward must be a number within float32's range (|x| <= 3.403e+38), got NaN"),
-    ("reward", b"Infinity", "got Infinity"),
-    ("reward", b"9" * 5000, "got 999999999999...(5000 characters)"),
-    ("reward", b"true", "got True"),
-    ("truncated", b"NaN", "truncated must be true or false, got NaN"),
-])
+@pytest.mark.parametrize(
+    "field,value,message",
+    [
+        (
+            "observation",
+            b"[" + b"9" * 5000 + b", 0, 0, 0]",
+            "observation[0] = 999999999999...(5000 characters)",
+        ),
+        (
+            "observation",
+            b"[0, 1" + b"0" * 400 + b", 0, 0]",
+            "observation[1] = 100000000000...(401 characters)",
+        ),
+        ("observation", b"[0, 0, 1e400, 0]", "observation[2] = 1e400 is not a finite number"),
+        ("observation", b"[0, 0, 0, 1e39]", "observation[3] = 1e+39 is beyond float32's range"),
+        ("observation", b"[NaN, 0, 0, 0]", "observation[0] = NaN is not a finite number"),
+        ("observation", b"[0, -Infinity, 0, 0]", "observation[1] = -Infinity is not a finite number"),
+        ("observation", b'["1", "2", "3", "4"]', "observation[0] must be a number, got '1'"),
+        ("observation", b"[true, false, true, false]", "observation[0] must be a number, got True"),
+        ("observation", b"[[0, 0], [0, 0]]", "observation has shape (2, 2), expected (4,)"),
+        ("observation", b"[0, [0, 0], 0, 0]", "observation[1] must be a number, got [0, 0]"),
+        ("observation", b'{"x": 1}', "observation must be a nested list of numbers of shape (4,)"),
+        ("reward", b"1e39", "reward must be a number within float32's range (|x| <= 3.403e+38), got 1e+39"),
+        ("reward", b"NaN", "reward must be a number within float32's range (|x| <= 3.403e+38), got NaN"),
+        ("reward", b"Infinity", "got Infinity"),
+        ("reward", b"9" * 5000, "got 999999999999...(5000 characters)"),
+        ("reward", b"true", "got True"),
+        ("truncated", b"NaN", "truncated must be true or false, got NaN"),
+    ],
+)
 def test_hostile_values_get_a_400_naming_the_field(served, field, value, message):
     eid = new_episode(served)
     ok = b'{"episode_id": "%s", "observation": [0, 0, 0, 0]}' % eid.encode()
     exchange(served, post_bytes("/get_action", ok))
     observation = value if field == "observation" else b"[0, 0, 0, 0]"
-    body = b'{"episode_id": "%s", "observation": %s, "%s": %s}' % (eid.encode(), observation, field.encode(),
-                                                                  value)
+    body = b'{"episode_id": "%s", "observation": %s, "%s": %s}' % (
+        eid.encode(),
+        observation,
+        field.encode(),
+        value,
+    )
     status, payload = exchange(served, post_bytes("/end_episode", body))
     assert status == 400 and message in payload["error"], payload
     # the episode is unharmed: it ends normally
@@ -257,8 +276,13 @@ def test_stalled_connections_neither_delay_normal_clients_nor_stay_open(served):
     baseline = statistics.median(action_latencies(client))
     stalled = [connect(served) for _ in range(250)]
     for i, sock in enumerate(stalled):  # half a request line, headers without their end, or half a body
-        sock.sendall([b"POST /get_action HT", b"POST /get_action HTTP/1.1\r\nContent-Len",
-                      b"POST /get_action HTTP/1.1\r\nContent-Length: 100\r\n\r\n{\"episode"][i % 3])
+        sock.sendall(
+            [
+                b"POST /get_action HT",
+                b"POST /get_action HTTP/1.1\r\nContent-Len",
+                b'POST /get_action HTTP/1.1\r\nContent-Length: 100\r\n\r\n{"episode',
+            ][i % 3]
+        )
     dripping = connect(served)
     opened = time.monotonic()
     p50 = statistics.median(action_latencies(client))
@@ -412,21 +436,39 @@ def test_loopback_is_recognised_by_address_not_spelling():
 
 
 # ------------------------------------------------------------------------------------------- raw HTTP fuzz
-header_name = st.sampled_from(["Content-Length", "Transfer-Encoding", "Authorization", "Expect", "Connection",
-                               "Content-Type", "Host", "X-Anything"])
+header_name = st.sampled_from(
+    [
+        "Content-Length",
+        "Transfer-Encoding",
+        "Authorization",
+        "Expect",
+        "Connection",
+        "Content-Type",
+        "Host",
+        "X-Anything",
+    ]
+)
 header_value = st.text(st.characters(min_codepoint=32, max_codepoint=255), max_size=30)
 json_body = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=5) | st.dictionaries(
-        st.sampled_from(["episode_id", "observation", "reward", "truncated", "x"]), inner, max_size=4),
-    max_leaves=20).map(lambda v: json.dumps(v).encode())
+    lambda inner: (
+        st.lists(inner, max_size=5)
+        | st.dictionaries(
+            st.sampled_from(["episode_id", "observation", "reward", "truncated", "x"]), inner, max_size=4
+        )
+    ),
+    max_leaves=20,
+).map(lambda v: json.dumps(v).encode())
 
 
 @st.composite
 def raw_requests(draw) -> bytes:
     method = draw(st.sampled_from(["GET", "POST", "POST", "POST", "PUT", "HEAD", "DELETE", "BREW"]))
-    path = draw(st.sampled_from(["/start_episode", "/get_action", "/log_returns", "/end_episode", "/status",
-                                 "/", "/x" * 3]))
+    path = draw(
+        st.sampled_from(
+            ["/start_episode", "/get_action", "/log_returns", "/end_episode", "/status", "/", "/x" * 3]
+        )
+    )
     version = draw(st.sampled_from(["HTTP/1.1", "HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/1.x", "FTP"]))
     body = draw(json_body | st.binary(max_size=80))
     headers = draw(st.lists(st.tuples(header_name, header_value), max_size=4))

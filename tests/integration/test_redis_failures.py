@@ -2,6 +2,7 @@
 or restarts: the replay rides out a blip, gives up after redis_deadline_s or at --stop-time, and
 `relayrl train` then ends by its deadline with one line naming the address (exit 1); an unusable Redis at
 start-up is bad input (exit 2). The password never appears in any output."""
+
 from __future__ import annotations
 
 import os
@@ -34,8 +35,9 @@ def later(seconds: float, action) -> threading.Timer:
 # ---------------------------------------------------------------------------------------- the replay itself
 def test_a_frozen_server_for_less_than_the_deadline_is_ridden_out(redis_factory):
     server = redis_factory()
-    replay = RedisReplay(server.address, server.password, capacity=1000, key_prefix="blip", timeout_s=0.2,
-                         deadline_s=20)
+    replay = RedisReplay(
+        server.address, server.password, capacity=1000, key_prefix="blip", timeout_s=0.2, deadline_s=20
+    )
     replay.add(rows(0, 10))
     server.signal(signal.SIGSTOP)
     timer = later(1.0, lambda: server.signal(signal.SIGCONT))
@@ -55,8 +57,15 @@ def test_a_frozen_server_for_less_than_the_deadline_is_ridden_out(redis_factory)
 
 def test_a_restart_with_aof_is_ridden_out_and_keeps_every_row(redis_factory):
     server = redis_factory(appendonly=True)
-    replay = RedisReplay(server.address, server.password, capacity=1000, key_prefix="restart", timeout_s=0.5,
-                         deadline_s=20, appendonly=True)
+    replay = RedisReplay(
+        server.address,
+        server.password,
+        capacity=1000,
+        key_prefix="restart",
+        timeout_s=0.5,
+        deadline_s=20,
+        appendonly=True,
+    )
     replay.add(rows(0, 30))
     server.signal(signal.SIGKILL)  # appendfsync always: every acknowledged write is in the AOF
     server.proc.wait(timeout=10)
@@ -72,8 +81,14 @@ def test_a_restart_with_aof_is_ridden_out_and_keeps_every_row(redis_factory):
 @pytest.mark.parametrize("run_deadline_first", [False, True])
 def test_a_frozen_server_past_the_deadline_raises_one_line_naming_it(redis_factory, run_deadline_first):
     server = redis_factory()
-    replay = RedisReplay(server.address, server.password, capacity=100, key_prefix="frozen", timeout_s=0.3,
-                         deadline_s=30 if run_deadline_first else 1.5)
+    replay = RedisReplay(
+        server.address,
+        server.password,
+        capacity=100,
+        key_prefix="frozen",
+        timeout_s=0.3,
+        deadline_s=30 if run_deadline_first else 1.5,
+    )
     replay.add(rows(0, 5))
     if run_deadline_first:  # the CLI's --stop-time end comes before redis_deadline_s
         replay.give_up_by = time.monotonic() + 1.5
@@ -119,11 +134,28 @@ class TrainRun:
 
     def __init__(self, server, logdir: Path, *extra: str, password: str | None = None):
         self.password = server.password if password is None else password
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT),
-                   RELAYRL_REDIS_PASSWORD=self.password)
-        cmd = [sys.executable, "-m", "relayrl.cli", "train", "dqn", "CartPole-v1", "--workers", "0",
-               "--logdir", str(logdir), "--set", "replay_backend=redis",
-               "--set", f"redis_address={server.address}", "--set", "learning_starts=100", *extra]
+        env = dict(
+            os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=str(ROOT), RELAYRL_REDIS_PASSWORD=self.password
+        )
+        cmd = [
+            sys.executable,
+            "-m",
+            "relayrl.cli",
+            "train",
+            "dqn",
+            "CartPole-v1",
+            "--workers",
+            "0",
+            "--logdir",
+            str(logdir),
+            "--set",
+            "replay_backend=redis",
+            "--set",
+            f"redis_address={server.address}",
+            "--set",
+            "learning_starts=100",
+            *extra,
+        ]
         self.started = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         self.lines: list[str] = []
@@ -175,8 +207,16 @@ def assert_secret_nowhere(secret: str, *texts: str, folder: Path | None = None) 
 def test_train_with_a_frozen_redis_ends_at_its_stop_time(redis_factory, tmp_path):
     server = redis_factory()
     stop_time, timeout_s = 6.0, 1.0
-    run = TrainRun(server, tmp_path, "--stop-time", str(stop_time), "--set", f"redis_timeout_s={timeout_s}",
-                   "--set", "redis_deadline_s=300")  # only --stop-time can end the wait in time
+    run = TrainRun(
+        server,
+        tmp_path,
+        "--stop-time",
+        str(stop_time),
+        "--set",
+        f"redis_timeout_s={timeout_s}",
+        "--set",
+        "redis_deadline_s=300",
+    )  # only --stop-time can end the wait in time
     try:
         run.wait_training()
         server.signal(signal.SIGSTOP)
@@ -185,8 +225,9 @@ def test_train_with_a_frozen_redis_ends_at_its_stop_time(redis_factory, tmp_path
         waited = time.monotonic() - frozen_at
     finally:
         server.signal(signal.SIGCONT)
-    last = assert_one_line_failure(code, stderr, 1, f"ReplayUnavailableError: Redis at {server.address}",
-                                   "--stop-time")
+    last = assert_one_line_failure(
+        code, stderr, 1, f"ReplayUnavailableError: Redis at {server.address}", "--stop-time"
+    )
     assert waited <= stop_time + timeout_s + 1.0 + 10.0, last  # far below a hang (redis_deadline_s = 300)
     assert time.monotonic() - run.started <= stop_time + 60.0  # start-up (TensorFlow import) + stop-time
     assert_secret_nowhere(server.password, stdout, stderr, folder=tmp_path)
@@ -195,16 +236,32 @@ def test_train_with_a_frozen_redis_ends_at_its_stop_time(redis_factory, tmp_path
 def test_train_with_a_killed_redis_ends_after_its_deadline_and_aof_keeps_the_replay(redis_factory, tmp_path):
     server = redis_factory(appendonly=True)
     deadline_s, timeout_s = 3.0, 1.0
-    run = TrainRun(server, tmp_path, "--stop-time", "120", "--set", f"redis_timeout_s={timeout_s}",
-                   "--set", f"redis_deadline_s={deadline_s}", "--set", "redis_appendonly=true",
-                   "--set", "redis_key_prefix=killed")
+    run = TrainRun(
+        server,
+        tmp_path,
+        "--stop-time",
+        "120",
+        "--set",
+        f"redis_timeout_s={timeout_s}",
+        "--set",
+        f"redis_deadline_s={deadline_s}",
+        "--set",
+        "redis_appendonly=true",
+        "--set",
+        "redis_key_prefix=killed",
+    )
     run.wait_training()
     server.signal(signal.SIGKILL)
     killed_at = time.monotonic()
     code, stdout, stderr = run.finish(timeout=90)
     waited = time.monotonic() - killed_at
-    last = assert_one_line_failure(code, stderr, 1, f"ReplayUnavailableError: Redis at {server.address}",
-                                   f"redis_deadline_s = {deadline_s} s")
+    last = assert_one_line_failure(
+        code,
+        stderr,
+        1,
+        f"ReplayUnavailableError: Redis at {server.address}",
+        f"redis_deadline_s = {deadline_s} s",
+    )
     assert waited <= deadline_s + timeout_s + 1.0 + 10.0, last  # far below --stop-time 120
     assert_secret_nowhere(server.password, stdout, stderr, folder=tmp_path)
     server.proc.wait(timeout=10)
@@ -216,13 +273,17 @@ def test_train_with_a_killed_redis_ends_after_its_deadline_and_aof_keeps_the_rep
 def test_train_refuses_an_unusable_redis_at_start_with_one_line(redis_factory, tmp_path, case):
     server = redis_factory()
     secret = "hunter2-" + server.password
-    extra = {"wrong password": ["--set", f"redis_password={secret}"],  # given on the command line: worst case
-             "unreachable": ["--set", "redis_address=127.0.0.1:1"],
-             "bad address": ["--set", "redis_address=127.0.0.1:99999"]}[case]
+    extra = {
+        "wrong password": ["--set", f"redis_password={secret}"],  # given on the command line: worst case
+        "unreachable": ["--set", "redis_address=127.0.0.1:1"],
+        "bad address": ["--set", "redis_address=127.0.0.1:99999"],
+    }[case]
     run = TrainRun(server, tmp_path, "--stop-iters", "1", *extra, password=secret)
     code, stdout, stderr = run.finish(timeout=120)
-    needle = {"wrong password": f"Redis at {server.address} refused the password",
-              "unreachable": "cannot use Redis at 127.0.0.1:1: ConnectionError",
-              "bad address": "DQNConfig.redis_address = '127.0.0.1:99999' is invalid"}[case]
+    needle = {
+        "wrong password": f"Redis at {server.address} refused the password",
+        "unreachable": "cannot use Redis at 127.0.0.1:1: ConnectionError",
+        "bad address": "DQNConfig.redis_address = '127.0.0.1:99999' is invalid",
+    }[case]
     assert_one_line_failure(code, stderr, 2, needle)
     assert_secret_nowhere(secret, stdout, stderr, folder=tmp_path)

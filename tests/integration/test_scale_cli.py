@@ -1,4 +1,5 @@
 """`relayrl scale` end to end on real Ray: CSV rows per worker count, a PNG, a recommendation."""
+
 import csv
 import os
 import subprocess
@@ -7,9 +8,30 @@ import sys
 
 def test_scale_writes_csv_png_and_recommends(tmp_path):
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", RAY_USAGE_STATS_ENABLED="0")
-    proc = subprocess.run([sys.executable, "-m", "relayrl.cli", "scale", "ppo", "CartPole-v1", "--workers", "1,2",
-                           "--iterations", "2", "--out", str(tmp_path), "--set", "train_batch_size=256",
-                           "--set", "sgd_minibatch_size=128"], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relayrl.cli",
+            "scale",
+            "ppo",
+            "CartPole-v1",
+            "--workers",
+            "1,2",
+            "--iterations",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--set",
+            "train_batch_size=256",
+            "--set",
+            "sgd_minibatch_size=128",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     with open(tmp_path / "scale.csv") as fh:
         table = list(csv.DictReader(fh))

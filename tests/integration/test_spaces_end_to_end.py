@@ -1,5 +1,6 @@
 """Every supported space trains end to end in-process: Box actions (Pendulum), images through the conv
 torso, Discrete observations (FrozenLake), callables as envs."""
+
 import numpy as np
 import pytest
 
@@ -7,14 +8,22 @@ from relayrl import PPOConfig
 from tests.fakes import ImageEnv
 
 
-@pytest.mark.parametrize("env,extra", [
-    ("Pendulum-v1", {}),
-    ("FrozenLake-v1", {}),
-    (ImageEnv, {"model": {"fcnet_hiddens": [32]}}),
-])
+@pytest.mark.parametrize(
+    "env,extra",
+    [
+        ("Pendulum-v1", {}),
+        ("FrozenLake-v1", {}),
+        (ImageEnv, {"model": {"fcnet_hiddens": [32]}}),
+    ],
+)
 def test_ppo_iterations_run_and_stay_finite(env, extra):
-    config = (PPOConfig().environment(env).rollouts(num_envs_per_worker=4)
-              .training(train_batch_size=128, sgd_minibatch_size=32, num_sgd_iter=2, **extra).debugging(seed=0))
+    config = (
+        PPOConfig()
+        .environment(env)
+        .rollouts(num_envs_per_worker=4)
+        .training(train_batch_size=128, sgd_minibatch_size=32, num_sgd_iter=2, **extra)
+        .debugging(seed=0)
+    )
     algo = config.build()
     try:
         for _ in range(2):
@@ -27,7 +36,12 @@ def test_ppo_iterations_run_and_stay_finite(env, extra):
 
 
 def test_pendulum_actions_reach_the_env_clipped_to_bounds():
-    config = PPOConfig().environment("Pendulum-v1").rollouts(num_envs_per_worker=2).training(train_batch_size=64, sgd_minibatch_size=32)
+    config = (
+        PPOConfig()
+        .environment("Pendulum-v1")
+        .rollouts(num_envs_per_worker=2)
+        .training(train_batch_size=64, sgd_minibatch_size=32)
+    )
     algo = config.build()
     try:
         worker = algo.workers.worker

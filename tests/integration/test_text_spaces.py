@@ -1,5 +1,6 @@
 """Text observation and action spaces through the policy server with a user codec: strings on the
 wire both ways, PPO learns the text task (random replies score 2 of 8)."""
+
 import sys
 import threading
 from pathlib import Path
@@ -11,22 +12,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 
 import text_commands  # noqa: E402  (registers TextCommands-v0)
 
-from relayrl import PPOConfig  # noqa: E402
+from relayrl import PPOConfig
+from relayrl.envs.text import encoded_spaces  # noqa: E402
 from relayrl.policy_server import PolicyClient, PolicyServerError  # noqa: E402
 from relayrl.policy_server.serve import ServedAlgorithm  # noqa: E402
-from relayrl.text_spaces import encoded_spaces  # noqa: E402
 
 
 def text_config():
-    return (PPOConfig().environment("TextCommands-v0")
-            .training(train_batch_size=256, sgd_minibatch_size=64, lr=3e-3, gamma=0.5).debugging(seed=0))
+    return (
+        PPOConfig()
+        .environment("TextCommands-v0")
+        .training(train_batch_size=256, sgd_minibatch_size=64, lr=3e-3, gamma=0.5)
+        .debugging(seed=0)
+    )
 
 
 def test_text_spaces_need_a_codec():
     with pytest.raises(ValueError, match="observation space Text.* is Text: pass a codec"):
         ServedAlgorithm(text_config())
     with pytest.raises(ValueError, match="must set action_space"):
-        encoded_spaces(gym.spaces.Discrete(2), gym.spaces.Text(5), type("NoSpace", (text_commands.TextCodec,), {})())
+        encoded_spaces(
+            gym.spaces.Discrete(2), gym.spaces.Text(5), type("NoSpace", (text_commands.TextCodec,), {})()
+        )
 
 
 def test_ppo_learns_a_text_task_through_the_server():

@@ -1,6 +1,7 @@
 """TFLite export: the .tflite file, run with tf.lite.Interpreter alone, acts like the SavedModel (float32:
 exactly; float16 / int8 post-training quantisation: agreement rates asserted and printed); the CLI's
 `relayrl export --format tflite [--quantize ...]`."""
+
 import os
 import sys
 import warnings
@@ -8,9 +9,10 @@ import warnings
 import numpy as np
 import pytest
 
-from relayrl import PPOConfig, cli
-from relayrl.tf_import import tf
-from relayrl.tflite_export import export_tflite, observation_explore, policy_observations
+from relayrl import PPOConfig
+from relayrl.cli import app as cli
+from relayrl.models.tf_import import tf
+from relayrl.persistence.tflite_export import export_tflite, observation_explore, policy_observations
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(__file__)))
 from fakes import ImageEnv  # noqa: E402
@@ -29,14 +31,24 @@ def run_tflite(path, obs):
 
 def run_saved_model(path, obs):
     loaded = tf.saved_model.load(path)
-    return (loaded.signatures["serving_default"](observation=tf.constant(obs))["action"].numpy(),
-            loaded.signatures["value"](observation=tf.constant(obs))["value"].numpy())
+    return (
+        loaded.signatures["serving_default"](observation=tf.constant(obs))["action"].numpy(),
+        loaded.signatures["value"](observation=tf.constant(obs))["value"].numpy(),
+    )
 
 
 def observations(algo, count, seed):
     c = algo.config
-    return policy_observations(c.env, c.env_config, algo.spec, algo.action_space, algo.learner.get_weights(), count, seed,
-                               explore=observation_explore(algo))
+    return policy_observations(
+        c.env,
+        c.env_config,
+        algo.spec,
+        algo.action_space,
+        algo.learner.get_weights(),
+        count,
+        seed,
+        explore=observation_explore(algo),
+    )
 
 
 @pytest.fixture(scope="module")
@@ -62,8 +74,10 @@ def test_cartpole_tflite_matches_the_saved_model_float32_exactly_and_quantised_m
         sizes[quantize] = os.path.getsize(report.path)
         action, value = run_tflite(report.path, obs)
         agreement = float(np.mean(action == ref_action))
-        print(f"\n{quantize}: {sizes[quantize]} bytes, {agreement:.1%} of 400 actions equal, value max |diff| "
-              f"{np.abs(value - ref_value).max():.3g}; export's own check: {report.summary()}")
+        print(
+            f"\n{quantize}: {sizes[quantize]} bytes, {agreement:.1%} of 400 actions equal, value max |diff| "
+            f"{np.abs(value - ref_value).max():.3g}; export's own check: {report.summary()}"
+        )
         assert action.dtype == ref_action.dtype == np.int64 and action.shape == (400,)
         if quantize == "none":
             np.testing.assert_array_equal(action, ref_action)
@@ -75,16 +89,25 @@ def test_cartpole_tflite_matches_the_saved_model_float32_exactly_and_quantised_m
     assert sizes["float16"] < sizes["none"]
 
 
-@pytest.mark.parametrize("env", ["Pendulum-v1", ImageEnv, "FrozenLake-v1"], ids=["gaussian", "conv", "discrete-obs"])
+@pytest.mark.parametrize(
+    "env", ["Pendulum-v1", ImageEnv, "FrozenLake-v1"], ids=["gaussian", "conv", "discrete-obs"]
+)
 def test_continuous_conv_and_discrete_observation_policies_convert(env, tmp_path):
-    algo = (PPOConfig().environment(env).rollouts(num_envs_per_worker=4)
-            .training(train_batch_size=128, sgd_minibatch_size=64, num_sgd_iter=2).debugging(seed=0)).build()
+    algo = (
+        PPOConfig()
+        .environment(env)
+        .rollouts(num_envs_per_worker=4)
+        .training(train_batch_size=128, sgd_minibatch_size=64, num_sgd_iter=2)
+        .debugging(seed=0)
+    ).build()
     try:
         algo.train()
         obs = observations(algo, 200, seed=7)
         ref_action, ref_value = run_saved_model(algo.export_policy(str(tmp_path / "sm")), obs)
         for quantize in ("none", "int8"):  # (float16: see the CartPole test)
-            action, value = run_tflite(algo.export_tflite(str(tmp_path / f"{quantize}.tflite"), quantize), obs)
+            action, value = run_tflite(
+                algo.export_tflite(str(tmp_path / f"{quantize}.tflite"), quantize), obs
+            )
             assert action.dtype == ref_action.dtype and action.shape == ref_action.shape
             if quantize == "none" and ref_action.dtype == np.float32:  # clipped Gaussian means, float32
                 np.testing.assert_allclose(action, ref_action, atol=1e-5)
@@ -101,16 +124,24 @@ def test_continuous_conv_and_discrete_observation_policies_convert(env, tmp_path
 def test_sac_and_td3_convert_with_their_critic_value(algo_name, tmp_path):
     """Their `value` signature runs the twin critics at the served action; TD3's calibration observations
     are visited with its exploration sigma (its deterministic head has no std of its own)."""
-    from relayrl.algos import config_class
+    from relayrl.algorithms import config_class
 
-    algo = config_class(algo_name)().environment("Pendulum-v1").training(learning_starts=200).debugging(seed=0).build()
+    algo = (
+        config_class(algo_name)()
+        .environment("Pendulum-v1")
+        .training(learning_starts=200)
+        .debugging(seed=0)
+        .build()
+    )
     try:
         for _ in range(5):
             algo.train()
         obs = observations(algo, 200, seed=7)
         ref_action, ref_value = run_saved_model(algo.export_policy(str(tmp_path / "sm")), obs)
         for quantize in ("none", "int8"):
-            action, value = run_tflite(algo.export_tflite(str(tmp_path / f"{quantize}.tflite"), quantize), obs)
+            action, value = run_tflite(
+                algo.export_tflite(str(tmp_path / f"{quantize}.tflite"), quantize), obs
+            )
             tolerance = 1e-5 if quantize == "none" else 0.2  # int8: within 5% of Pendulum's action range
             assert np.abs(action - ref_action).max() <= tolerance
             np.testing.assert_allclose(value, ref_value, atol=1e-4 if quantize == "none" else 0.5)
@@ -125,7 +156,11 @@ def test_cli_exports_tflite_and_refuses_bad_format_or_quantize(cartpole, capsys)
     out = base / "cli_int8"
     assert cli.main(["export", ckpt, str(out), "--format", "tflite", "--quantize", "int8"]) == 0
     printed = capsys.readouterr().out
-    assert f"exported {out / 'policy.tflite'}" in printed and "int8: " in printed and "env observations" in printed
+    assert (
+        f"exported {out / 'policy.tflite'}" in printed
+        and "int8: " in printed
+        and "env observations" in printed
+    )
     action, _ = run_tflite(str(out / "policy.tflite"), observations(algo, 50, seed=1))
     assert action.shape == (50,)
     for bad, flag in ((["--format", "onnx"], "--format"), (["--quantize", "int4"], "--quantize")):

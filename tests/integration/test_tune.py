@@ -1,5 +1,6 @@
 """Ray Tune on real Ray with real PPO training: searches report the best trial and a relayrl checkpoint
 that loads; PBT clones trials through save/load_checkpoint; the CLI rejects bad searches before Ray starts."""
+
 import json
 import os
 import subprocess
@@ -8,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from relayrl.algos.ppo import PPOConfig
+from relayrl.algorithms.ppo import PPOConfig
 
 RELAYRL = [sys.executable, "-m", "relayrl.cli"]
 SMALL = dict(train_batch_size=1000, sgd_minibatch_size=250, num_sgd_iter=5)
@@ -24,10 +25,12 @@ def run_cli(*args, timeout=300):
 
 
 def test_four_trial_search_reports_the_best_trial_and_a_checkpoint_that_loads(ray_session, tmp_path):
-    from relayrl.algorithm import Algorithm
-    from relayrl.tune import run_search
+    from relayrl.algorithms.base import Algorithm
+    from relayrl.integrations.tune import run_search
 
-    out = run_search(small_ppo(), ["lr=loguniform(1e-4,1e-2)"], num_samples=4, stop_iters=3, storage=str(tmp_path))
+    out = run_search(
+        small_ppo(), ["lr=loguniform(1e-4,1e-2)"], num_samples=4, stop_iters=3, storage=str(tmp_path)
+    )
     assert len(out.trials) == 4 and all(t["error"] is None for t in out.trials)
     assert all(t["training_iteration"] == 3 and t["checkpoint"] for t in out.trials)
     assert len({t["config"]["lr"] for t in out.trials}) == 4  # four different samples
@@ -42,7 +45,9 @@ def test_four_trial_search_reports_the_best_trial_and_a_checkpoint_that_loads(ra
         assert algo.iteration == 3 and algo.timesteps_total == best["timesteps_total"]
         assert algo.learner.optimizer.lr.numpy() == pytest.approx(best["config"]["lr"])
         fresh = small_ppo().build()
-        moved = [not np.allclose(a, b) for a, b in zip(algo.learner.get_weights(), fresh.learner.get_weights())]
+        moved = [
+            not np.allclose(a, b) for a, b in zip(algo.learner.get_weights(), fresh.learner.get_weights())
+        ]
         fresh.stop()
         assert any(moved)
     finally:
@@ -51,8 +56,8 @@ def test_four_trial_search_reports_the_best_trial_and_a_checkpoint_that_loads(ra
 
 def test_load_checkpoint_restores_weights_and_keeps_the_new_trials_hyperparameters(ray_session, tmp_path):
     """What PBT does when it clones a trial: a checkpoint of one config restored under another config."""
-    from relayrl.algorithm import Algorithm
-    from relayrl.tune import trainable
+    from relayrl.algorithms.base import Algorithm
+    from relayrl.integrations.tune import trainable
 
     cls = trainable(small_ppo())
     source = cls(config={"lr": 1e-3, "clip_param": 0.2})
@@ -68,7 +73,9 @@ def test_load_checkpoint_restores_weights_and_keeps_the_new_trials_hyperparamete
         assert clone.algo.learner.optimizer.lr.numpy() == pytest.approx(5e-4)
         assert clone.algo.learner.hparams["clip_param"].numpy() == pytest.approx(0.3)
         assert clone.train()["training_iteration"] == 2
-        loaded = Algorithm.from_checkpoint(str(tmp_path / "ckpt"))  # Tune's checkpoint is a relayrl checkpoint
+        loaded = Algorithm.from_checkpoint(
+            str(tmp_path / "ckpt")
+        )  # Tune's checkpoint is a relayrl checkpoint
         for a, b in zip(source.algo.learner.get_weights(), loaded.learner.get_weights()):
             np.testing.assert_array_equal(a, b)
         loaded.stop()
@@ -79,11 +86,20 @@ def test_load_checkpoint_restores_weights_and_keeps_the_new_trials_hyperparamete
 
 
 def test_pbt_clones_trials_through_relayrl_checkpoints(ray_session, tmp_path):
-    from relayrl.tune import run_search
+    from relayrl.integrations.tune import run_search
 
-    out = run_search(small_ppo(), ["lr=grid(1e-4,3e-3)"], num_samples=1, scheduler="pbt", stop_iters=3,
-                     perturbation_interval=1, storage=str(tmp_path))
-    assert len(out.trials) == 2 and all(t["error"] is None and t["training_iteration"] == 3 for t in out.trials)
+    out = run_search(
+        small_ppo(),
+        ["lr=grid(1e-4,3e-3)"],
+        num_samples=1,
+        scheduler="pbt",
+        stop_iters=3,
+        perturbation_interval=1,
+        storage=str(tmp_path),
+    )
+    assert len(out.trials) == 2 and all(
+        t["error"] is None and t["training_iteration"] == 3 for t in out.trials
+    )
     # the trial in PBT's lower half was restored from the other's checkpoint (load_checkpoint) and trained on
     restored = [t for t in out.trials if t["iterations_since_restore"] < t["training_iteration"]]
     assert restored, out.trials
@@ -94,7 +110,7 @@ def test_pbt_clones_trials_through_relayrl_checkpoints(ray_session, tmp_path):
 def test_trials_with_ray_rollout_workers_place_them_in_the_trials_reservation(ray_session, tmp_path):
     """A trial asks Tune for 1 CPU + 1 per rollout worker; the workers must take those bundles (on 2 CPUs a
     worker scheduled outside the trial's placement group would wait forever)."""
-    from relayrl.tune import run_search
+    from relayrl.integrations.tune import run_search
 
     base = small_ppo().rollouts(num_rollout_workers=1)
     out = run_search(base, ["lr=choice(1e-3)"], num_samples=1, stop_iters=2, storage=str(tmp_path))
@@ -105,10 +121,30 @@ def test_trials_with_ray_rollout_workers_place_them_in_the_trials_reservation(ra
 
 
 def test_cli_asha_search_prints_the_best_trial_and_json(tmp_path):
-    proc = run_cli("tune", "ppo", "CartPole-v1", "--search", "lr=loguniform(1e-4,1e-2)", "--search",
-                   "gamma=choice(0.98,0.99)", "--samples", "4", "--scheduler", "asha", "--stop-iters", "3",
-                   "--seed", "0", "--set", "train_batch_size=1000", "--storage", str(tmp_path), "--verbose", "0",
-                   "--json")
+    proc = run_cli(
+        "tune",
+        "ppo",
+        "CartPole-v1",
+        "--search",
+        "lr=loguniform(1e-4,1e-2)",
+        "--search",
+        "gamma=choice(0.98,0.99)",
+        "--samples",
+        "4",
+        "--scheduler",
+        "asha",
+        "--stop-iters",
+        "3",
+        "--seed",
+        "0",
+        "--set",
+        "train_batch_size=1000",
+        "--storage",
+        str(tmp_path),
+        "--verbose",
+        "0",
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     final = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(final["trials"]) == 4 and final["metric"] == "episode_reward_mean"
@@ -119,13 +155,19 @@ def test_cli_asha_search_prints_the_best_trial_and_json(tmp_path):
     assert max(t["training_iteration"] for t in final["trials"]) == 3
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--search", "lr=loguniform(1e-4)"], "invalid --search 'lr=loguniform(1e-4)': loguniform needs exactly 2 arguments"),
-    (["--search", "lrr=uniform(0.1,0.2)"], "unknown key 'lrr' (did you mean 'lr'?)"),
-    (["--search", "lr=gauss(0,1)"], "unknown distribution 'gauss'"),
-    (["--search", "lr=choice(1e-3)", "--metric", "reward"], "--metric 'reward' is not a result field"),
-    ([], "nothing to search"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (
+            ["--search", "lr=loguniform(1e-4)"],
+            "invalid --search 'lr=loguniform(1e-4)': loguniform needs exactly 2 arguments",
+        ),
+        (["--search", "lrr=uniform(0.1,0.2)"], "unknown key 'lrr' (did you mean 'lr'?)"),
+        (["--search", "lr=gauss(0,1)"], "unknown distribution 'gauss'"),
+        (["--search", "lr=choice(1e-3)", "--metric", "reward"], "--metric 'reward' is not a result field"),
+        ([], "nothing to search"),
+    ],
+)
 def test_cli_bad_search_is_one_line_and_exit_2(args, message):
     proc = run_cli("tune", "ppo", "CartPole-v1", *args, timeout=120)
     assert proc.returncode == 2, proc.stderr

@@ -1,6 +1,7 @@
 """Ape-X with 2 Ray workers (tuned defaults) reaches episode_reward_mean 475 on CartPole-v1 even though a
 replay shard actor is killed on the way: it comes back from its snapshot, the workers resend the uploads the
 snapshot lacks, and learning carries on."""
+
 import pytest
 import ray
 
@@ -15,7 +16,11 @@ def test_apex_two_workers_solve_cartpole_through_a_replay_shard_failure(ray_sess
     try:
         while True:
             result = algo.train()
-            if killed_at is None and result["timesteps_total"] >= 30_000 and all(s is not None for s in algo.replay.snapshots):
+            if (
+                killed_at is None
+                and result["timesteps_total"] >= 30_000
+                and all(s is not None for s in algo.replay.snapshots)
+            ):
                 ray.kill(algo.replay.shards[0], no_restart=True)
                 killed_at = result["timesteps_total"]
             if result["episode_reward_mean"] >= 475 or result["timesteps_total"] >= 600_000:

@@ -1,4 +1,5 @@
 """DQN (tuned defaults) reaches episode_reward_mean 475 over the last 100 episodes on CartPole-v1."""
+
 import pytest
 
 from relayrl import DQNConfig

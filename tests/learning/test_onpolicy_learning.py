@@ -1,4 +1,5 @@
 """REINFORCE and A2C learn CartPole-v1 in-process (real training, fixed seeds)."""
+
 import pytest
 
 from relayrl import A2CConfig, REINFORCEConfig

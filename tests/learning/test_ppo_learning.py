@@ -1,4 +1,5 @@
 """PPO reaches episode_reward_mean 475 (last 100 episodes) on CartPole-v1 with the tuned defaults."""
+
 import pytest
 
 from relayrl import PPOConfig

@@ -8,8 +8,11 @@ pytestmark = pytest.mark.learning
 
 
 def frozenlake_config(workers: int):
-    return (QLearningConfig.from_tuned("FrozenLake-v1")
-            .rollouts(num_rollout_workers=workers, num_envs_per_worker=16 // max(workers, 1)).debugging(seed=0))
+    return (
+        QLearningConfig.from_tuned("FrozenLake-v1")
+        .rollouts(num_rollout_workers=workers, num_envs_per_worker=16 // max(workers, 1))
+        .debugging(seed=0)
+    )
 
 
 def train_and_evaluate(config, steps: int = 250_000):

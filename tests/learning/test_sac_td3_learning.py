@@ -1,5 +1,6 @@
 """SAC and TD3 reach a mean of the last 10 episodes >= -200 on Pendulum-v1 within 20,000 env steps
 (tuned defaults, in-process, fixed seed)."""
+
 import pytest
 
 from relayrl import SACConfig, TD3Config

@@ -1,5 +1,6 @@
 """benchmarks/run.py's table logic on a small synthetic CSV: medians, unsolved runs as infinite time,
 ratios against the best incumbent, and the issue's targets (no incumbent is run here)."""
+
 from __future__ import annotations
 
 import csv
@@ -35,14 +36,23 @@ def row(lib, workload, seed, variant="", **kw):
 def test_medians_ratios_and_verdicts(run_py, tmp_path):
     rows = [
         # W1: relayrl 4, 5, 6 s; SB3 14, 15, 17 s (best); RLlib 40, 60, unsolved
-        *[row("relayrl", "W1", s, solved="True", time_to_solve_s=t, steps_per_s=9000) for s, t in enumerate([5, 4, 6])],
-        *[row("sb3", "W1", s, solved="True", time_to_solve_s=t, steps_per_s=3000) for s, t in enumerate([14, 17, 15])],
-        row("rllib", "W1", 0, solved="True", time_to_solve_s=40), row("rllib", "W1", 1, solved="True", time_to_solve_s=60),
+        *[
+            row("relayrl", "W1", s, solved="True", time_to_solve_s=t, steps_per_s=9000)
+            for s, t in enumerate([5, 4, 6])
+        ],
+        *[
+            row("sb3", "W1", s, solved="True", time_to_solve_s=t, steps_per_s=3000)
+            for s, t in enumerate([14, 17, 15])
+        ],
+        row("rllib", "W1", 0, solved="True", time_to_solve_s=40),
+        row("rllib", "W1", 1, solved="True", time_to_solve_s=60),
         row("rllib", "W1", 2, solved="False", time_to_solve_s=""),
         # W2: relayrl solves 2 of 3 in 20, 30 s -> median 30; SB3 solves 1 of 3 -> median inf; RLlib 200 s
-        row("relayrl", "W2", 0, solved="True", time_to_solve_s=20), row("relayrl", "W2", 1, solved="True", time_to_solve_s=30),
+        row("relayrl", "W2", 0, solved="True", time_to_solve_s=20),
+        row("relayrl", "W2", 1, solved="True", time_to_solve_s=30),
         row("relayrl", "W2", 2, solved="False"),
-        row("sb3", "W2", 0, solved="True", time_to_solve_s=50), row("sb3", "W2", 1, solved="False"),
+        row("sb3", "W2", 0, solved="True", time_to_solve_s=50),
+        row("sb3", "W2", 1, solved="False"),
         row("sb3", "W2", 2, solved="False"),
         *[row("rllib", "W2", s, solved="True", time_to_solve_s=200) for s in range(3)],
         # W4: throughput, higher is better
@@ -71,20 +81,22 @@ def test_medians_ratios_and_verdicts(run_py, tmp_path):
     md = run_py.table(summary)
     lines = {tuple(c.strip() for c in ln.strip("|").split("|")[:2]): ln for ln in md.splitlines()[2:]}
     w1 = lines[("W1", "time to last-100 mean >= 475 (s)")]
-    assert "0.33x" in w1 and "PASS" in w1 and "did not run" in w1      # 5 / 15
+    assert "0.33x" in w1 and "PASS" in w1 and "did not run" in w1  # 5 / 15
     w2 = lines[("W2", "time to last-100 mean >= 475 (s)")]
-    assert "0.15x" in w2 and "PASS" in w2 and "not solved (1/3 solved)" in w2   # 30 / 200
+    assert "0.15x" in w2 and "PASS" in w2 and "not solved (1/3 solved)" in w2  # 30 / 200
     w4 = lines[("W4", "env steps/s over 50k steps")]
-    assert "2.08x" in w4 and "PASS" in w4                                # 5000 / 2400
+    assert "2.08x" in w4 and "PASS" in w4  # 5000 / 2400
     w5 = lines[("W5", "process start -> first finished iteration (s)")]
-    assert "in-process: PASS" in w5 and "w2: MISS" in w5                         # 2.5 <= 3; 9 > 8
+    assert "in-process: PASS" in w5 and "w2: MISS" in w5  # 2.5 <= 3; 9 > 8
     w6 = lines[("W6", "gradient updates/s")]
     assert "5.00x SB3" in w6 and "PASS" in w6
 
 
 def test_miss_when_slower_than_half(run_py, tmp_path):
-    rows = [row("relayrl", "W1", 0, solved="True", time_to_solve_s=10),
-            row("sb3", "W1", 0, solved="True", time_to_solve_s=15)]
+    rows = [
+        row("relayrl", "W1", 0, solved="True", time_to_solve_s=10),
+        row("sb3", "W1", 0, solved="True", time_to_solve_s=15),
+    ]
     path = tmp_path / "a.csv"
     write(path, rows, run_py.COLUMNS)
     md = run_py.table(run_py.summarise(run_py.read_csv(path)))

@@ -4,6 +4,7 @@ Property-based (hypothesis) tests mutate real small checkpoints the way anyone w
 change types, huge or negative numbers, strange paths, truncated or random bytes; the manifest recomputed so
 the checksums match) and assert that loading gives a valid result or CheckpointError, never another
 exception and never a hang. The rest pins each refusal and the legitimate paths that must keep working."""
+
 from __future__ import annotations
 
 import copy as copy_module
@@ -22,28 +23,64 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from relayrl import DQNConfig, PPOConfig, QLearningConfig, checkpoint, state_io
-from relayrl.algorithm import Algorithm
-from relayrl.checkpoint import CheckpointError
+from relayrl import DQNConfig, PPOConfig, QLearningConfig
+from relayrl.algorithms.base import Algorithm
+from relayrl.core.saved_state import CheckpointError
+from relayrl.persistence import checkpoint
+from relayrl.sampling import state_io
 from tests.checkpoint_edits import copy, edit_json, read_json, reseal, time_limit, write_json
 from tests.fakes import CountdownEnv
 
-FUZZ = settings(max_examples=120, deadline=timedelta(seconds=10), database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-STRANGE_PATHS = ["../../etc/hostname", "/etc/hostname", "learner/../../x", "learner/./learner.index",
-                 "COMPLETE", "learner", "learner/", "", ".", "state.json/x", "a\\b", "learner/a\0b",
-                 "x" * 2000, "learner//x", "replay.npz", "notes.txt", "learner/learner.data-00001-of-00002"]
+FUZZ = settings(
+    max_examples=120,
+    deadline=timedelta(seconds=10),
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+STRANGE_PATHS = [
+    "../../etc/hostname",
+    "/etc/hostname",
+    "learner/../../x",
+    "learner/./learner.index",
+    "COMPLETE",
+    "learner",
+    "learner/",
+    "",
+    ".",
+    "state.json/x",
+    "a\\b",
+    "learner/a\0b",
+    "x" * 2000,
+    "learner//x",
+    "replay.npz",
+    "notes.txt",
+    "learner/learner.data-00001-of-00002",
+]
 KEYS = st.text(max_size=8) | st.sampled_from(STRANGE_PATHS)
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70),
-                    st.sampled_from([10**400, -1, 0, 2**64]), st.floats(allow_nan=True, allow_infinity=True),
-                    st.text(max_size=12), st.sampled_from(STRANGE_PATHS))
-JSON_VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=4)
-                           | st.dictionaries(KEYS, inner, max_size=4), max_leaves=8)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.sampled_from([10**400, -1, 0, 2**64]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(STRANGE_PATHS),
+)
+JSON_VALUES = st.recursive(
+    SCALARS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
+    max_leaves=8,
+)
 
 
 def _small_ppo():
-    return (PPOConfig().environment("CartPole-v1").rollouts(num_envs_per_worker=2)
-            .training(train_batch_size=64, sgd_minibatch_size=32, num_sgd_iter=1).debugging(seed=0))
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_envs_per_worker=2)
+        .training(train_batch_size=64, sgd_minibatch_size=32, num_sgd_iter=1)
+        .debugging(seed=0)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -60,8 +97,9 @@ def ppo(tmp_path_factory):
 @pytest.fixture(scope="module")
 def qlearning(tmp_path_factory):
     base = tmp_path_factory.mktemp("qlearning")
-    algo = (QLearningConfig().environment("FrozenLake-v1").rollouts(num_envs_per_worker=2)
-            .debugging(seed=0)).build()
+    algo = (
+        QLearningConfig().environment("FrozenLake-v1").rollouts(num_envs_per_worker=2).debugging(seed=0)
+    ).build()
     algo.train()
     path = algo.save(str(base / "good"))
     yield path, algo
@@ -71,9 +109,15 @@ def qlearning(tmp_path_factory):
 @pytest.fixture(scope="module")
 def dqn(tmp_path_factory):
     base = tmp_path_factory.mktemp("dqn")
-    algo = (DQNConfig().environment("CartPole-v1").rollouts(num_envs_per_worker=2)
-            .training(replay_buffer_capacity=64, learning_starts=10_000, train_batch_size=16,
-                      prioritized_replay=True).debugging(seed=0)).build()
+    algo = (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_envs_per_worker=2)
+        .training(
+            replay_buffer_capacity=64, learning_starts=10_000, train_batch_size=16, prioritized_replay=True
+        )
+        .debugging(seed=0)
+    ).build()
     for _ in range(3):
         algo.train()
     path = algo.save(str(base / "good"))
@@ -169,8 +213,18 @@ def test_truncated_or_random_json_files_are_refused(ppo, data, which):
     try:
         original = Path(ckpt, which).read_bytes()
         cut = data.draw(st.integers(0, len(original) - 1))
-        garbage = data.draw(st.sampled_from([original[:cut], b"[" * 100_000, b"1" * 5000, b'{"a": NaN}',
-                                             b"\xff\xfe" + original, data.draw(st.binary(max_size=64))]))
+        garbage = data.draw(
+            st.sampled_from(
+                [
+                    original[:cut],
+                    b"[" * 100_000,
+                    b"1" * 5000,
+                    b'{"a": NaN}',
+                    b"\xff\xfe" + original,
+                    data.draw(st.binary(max_size=64)),
+                ]
+            )
+        )
         Path(ckpt, which).write_bytes(garbage)
         if which != "COMPLETE":
             reseal(ckpt)
@@ -188,8 +242,17 @@ def test_fuzzed_config_never_imports_anything(ppo, data):
     names (the env check looks ids up in gymnasium's registry only)."""
     path, _ = ppo
     config = read_json(path, "config.json")
-    config["env"] = data.draw(st.sampled_from(["callable:os:system", "antigravity:Fly-v0", "CartPole-v1",
-                                               "no_such_module:Env-v0", "callable:subprocess:Popen"]))
+    config["env"] = data.draw(
+        st.sampled_from(
+            [
+                "callable:os:system",
+                "antigravity:Fly-v0",
+                "CartPole-v1",
+                "no_such_module:Env-v0",
+                "callable:subprocess:Popen",
+            ]
+        )
+    )
     fuzzed = data.draw(mutated(config, hot_keys={"env", "env_config", "model"}))
     before = set(sys.modules)
     try:
@@ -218,8 +281,11 @@ def test_sizes_are_checked_against_the_limits_before_hashing(ppo, tmp_path, monk
     ckpt = copy(path, str(tmp_path / "ckpt"))
     monkeypatch.setattr(checkpoint, "MAX_FILE_BYTES", 100)
     monkeypatch.setattr(checkpoint, "_hash_regular", lambda *a: pytest.fail("hashed before the size check"))
-    with pytest.raises(CheckpointError, match=r"COMPLETE: .*: bytes = \d+: allowed: an integer from 0 to 100 "
-                                              r"\(checkpoint.MAX_FILE_BYTES\)"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"COMPLETE: .*: bytes = \d+: allowed: an integer from 0 to 100 "
+        r"\(checkpoint.MAX_FILE_BYTES\)",
+    ):
         checkpoint.verify(ckpt)
 
 
@@ -237,20 +303,30 @@ def test_a_link_named_like_a_checkpoint_is_not_the_latest(ppo, tmp_path):
 def test_callable_env_checkpoint_needs_the_callers_env(tmp_path):
     """A run on a Python callable stores a reference to it; loading refuses it unless the caller passes the
     env, then restores exactly. Where to connect or write is never taken from the checkpoint."""
-    algo = (PPOConfig().environment(CountdownEnv, env_config={"terminate_at": 4})
-            .rollouts(num_envs_per_worker=2).debugging(seed=0)
-            .training(train_batch_size=32, sgd_minibatch_size=16, num_sgd_iter=1)).build()
+    algo = (
+        PPOConfig()
+        .environment(CountdownEnv, env_config={"terminate_at": 4})
+        .rollouts(num_envs_per_worker=2)
+        .debugging(seed=0)
+        .training(train_batch_size=32, sgd_minibatch_size=16, num_sgd_iter=1)
+    ).build()
     algo.train()
     path = algo.save(str(tmp_path / "ckpt"))
     weights = algo.learner.get_weights()
     algo.stop()
     assert read_json(path, "config.json")["env"] == "callable:tests.fakes:CountdownEnv"
-    with pytest.raises(CheckpointError, match=r"config.json: env = 'callable:tests.fakes:CountdownEnv' is a "
-                                              r"Python callable and a checkpoint never imports or calls "
-                                              r"code: pass the env"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"config.json: env = 'callable:tests.fakes:CountdownEnv' is a "
+        r"Python callable and a checkpoint never imports or calls "
+        r"code: pass the env",
+    ):
         Algorithm.from_checkpoint(path)
-    edit_json(path, "config.json", lambda c: c.update(address="ray://203.0.113.9:10001", dashboard=True,
-                                                       log_dir=str(tmp_path / "x")))
+    edit_json(
+        path,
+        "config.json",
+        lambda c: c.update(address="ray://203.0.113.9:10001", dashboard=True, log_dir=str(tmp_path / "x")),
+    )
     loaded = Algorithm.from_checkpoint(path, env=CountdownEnv)
     try:
         assert loaded.config.env_config == {"terminate_at": 4}
@@ -288,16 +364,19 @@ def test_env_snapshot_writes_only_captured_attributes_with_their_types(ppo):
         return snap
 
     bad = {
-        "method": with_value("step", 1), "dunder": with_value("__class__", "x"),
+        "method": with_value("step", 1),
+        "dunder": with_value("__class__", "x"),
         "unknown": with_value("nope", 1),
         "dtype": with_value("state", {**good["values"]["state"], "dtype": "<f4"}),
         "object dtype": with_value("state", {**good["values"]["state"], "dtype": "|O"}),
         "shape": with_value("state", {"__ndarray__": [1.0], "dtype": "<f8", "shape": [1]}),
         "ragged": with_value("state", {**good["values"]["state"], "__ndarray__": [[1.0], [2.0, 3.0]]}),
-        "str for number": with_value("gravity", "9.8"), "list for number": with_value("gravity", [9.8]),
+        "str for number": with_value("gravity", "9.8"),
+        "list for number": with_value("gravity", [9.8]),
         "other bit generator": with_value("_np_random", {"__generator__": np.random.MT19937(0).state}),
-        "bad generator state": with_value("_np_random", {"__generator__": {"bit_generator": "PCG64",
-                                                                             "state": 1}}),
+        "bad generator state": with_value(
+            "_np_random", {"__generator__": {"bit_generator": "PCG64", "state": 1}}
+        ),
         "child count": {**good, "children": {"nope": []}},
         "not a snapshot": [1, 2],
     }
@@ -338,10 +417,16 @@ def test_tabular_learner_file_is_checked_before_loading(qlearning, tmp_path):
     path, live = qlearning
     q = read_npz_q(path)
     cases = {
-        "pickled objects": _npz(q=np.array([{"a": 1}], dtype=object)), "wrong shape": _npz(q=q[:3]),
-        "int dtype": _npz(q=q.astype(np.int64)), "nan": _npz(q=np.full_like(q, np.nan)),
-        "extra array": _npz(q=q, more=q), "no q": _npz(table=q), "compressed": _compressed_npz(q=q),
-        "lying header": _lying_header_npz((10**12,)), "garbage": b"PK\x03\x04garbage", "empty": b"",
+        "pickled objects": _npz(q=np.array([{"a": 1}], dtype=object)),
+        "wrong shape": _npz(q=q[:3]),
+        "int dtype": _npz(q=q.astype(np.int64)),
+        "nan": _npz(q=np.full_like(q, np.nan)),
+        "extra array": _npz(q=q, more=q),
+        "no q": _npz(table=q),
+        "compressed": _compressed_npz(q=q),
+        "lying header": _lying_header_npz((10**12,)),
+        "garbage": b"PK\x03\x04garbage",
+        "empty": b"",
     }
     for name, content in cases.items():
         ckpt = copy(path, str(tmp_path / name))
@@ -372,7 +457,8 @@ def test_replay_file_is_checked_against_the_buffer(dqn, tmp_path):
     cases = {
         "pickled objects": changed(**{"col/obs": np.array([None] * size, dtype=object)}),
         "obs dtype": changed(**{"col/obs": obs.astype(np.float64)}),
-        "obs rows": changed(**{"col/obs": obs[:-1]}), "obs width": changed(**{"col/obs": obs[:, :2]}),
+        "obs rows": changed(**{"col/obs": obs[:-1]}),
+        "obs width": changed(**{"col/obs": obs[:, :2]}),
         "nan reward": changed(**{"col/rewards": np.full(size, np.nan, np.float32)}),
         "action out of range": changed(**{"col/actions": np.full(size, 7, np.int64)}),
         "capacity": changed(meta=np.array([10**9, 0, size, size], np.int64)),
@@ -381,7 +467,8 @@ def test_replay_file_is_checked_against_the_buffer(dqn, tmp_path):
         "negative priority": changed(priorities=-good["priorities"]),
         "inf priority": changed(priorities=np.full(size, np.inf)),
         "no priorities": {k: v for k, v in good.items() if k != "priorities"},
-        "unknown column": changed(**{"col/evil": obs}), "unknown key": changed(extra=obs),
+        "unknown column": changed(**{"col/evil": obs}),
+        "unknown key": changed(extra=obs),
     }
     for name, arrays in cases.items():
         ckpt = copy(path, str(tmp_path / name.replace(" ", "_")))

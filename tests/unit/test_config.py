@@ -1,15 +1,21 @@
 """Config builder, validation messages and (de)serialisation."""
+
 import pytest
 
-from relayrl.algos.ppo import PPOConfig
+from relayrl.algorithms.ppo import PPOConfig
 from tests.fakes import CountdownEnv
 
 
 def test_builder_methods_chain_and_set_fields():
-    c = (PPOConfig().environment("CartPole-v1", env_config={"max_episode_steps": 100})
-         .rollouts(num_rollout_workers=2, num_envs_per_worker=4)
-         .resources(num_cpus_per_worker=0.5).training(lr=1e-3, lambda_=0.9, model={"fcnet_hiddens": [32]})
-         .debugging(seed=3).reporting(metrics_num_episodes_for_smoothing=10))
+    c = (
+        PPOConfig()
+        .environment("CartPole-v1", env_config={"max_episode_steps": 100})
+        .rollouts(num_rollout_workers=2, num_envs_per_worker=4)
+        .resources(num_cpus_per_worker=0.5)
+        .training(lr=1e-3, lambda_=0.9, model={"fcnet_hiddens": [32]})
+        .debugging(seed=3)
+        .reporting(metrics_num_episodes_for_smoothing=10)
+    )
     assert (c.env, c.num_rollout_workers, c.lr, c.lambda_, c.seed) == ("CartPole-v1", 2, 1e-3, 0.9, 3)
     assert c.model["fcnet_hiddens"] == [32] and c.model["fcnet_activation"] == "tanh"  # merged with defaults
     c.validate()
@@ -22,18 +28,21 @@ def test_unknown_key_names_group_key_and_allowed_with_suggestion():
     assert "training()" in msg and "'lrr'" in msg and "did you mean 'lr'" in msg and "num_sgd_iter" in msg
 
 
-@pytest.mark.parametrize("group,key,value,allowed", [
-    ("training", "lr", -1.0, "a finite number > 0"),
-    ("training", "gamma", 1.5, "<= 1"),
-    ("training", "num_sgd_iter", 0, "an integer >= 1"),
-    ("training", "num_sgd_iter", 2.5, "an integer"),
-    ("rollouts", "num_rollout_workers", -1, "an integer >= 0"),
-    ("rollouts", "rollout_fragment_length", "long", "or 'auto'"),
-    ("training", "model", {"fcnet_hidens": [8]}, "unknown model key 'fcnet_hidens'"),
-    ("training", "model", {"fcnet_activation": "sigmoidal"}, "one of 'tanh'"),
-    ("training", "lr_schedule", [[10, 0.1]], "starting at timestep 0"),
-    ("resources", "learner_threads", 0, "or 'auto'"),
-])
+@pytest.mark.parametrize(
+    "group,key,value,allowed",
+    [
+        ("training", "lr", -1.0, "a finite number > 0"),
+        ("training", "gamma", 1.5, "<= 1"),
+        ("training", "num_sgd_iter", 0, "an integer >= 1"),
+        ("training", "num_sgd_iter", 2.5, "an integer"),
+        ("rollouts", "num_rollout_workers", -1, "an integer >= 0"),
+        ("rollouts", "rollout_fragment_length", "long", "or 'auto'"),
+        ("training", "model", {"fcnet_hidens": [8]}, "unknown model key 'fcnet_hidens'"),
+        ("training", "model", {"fcnet_activation": "sigmoidal"}, "one of 'tanh'"),
+        ("training", "lr_schedule", [[10, 0.1]], "starting at timestep 0"),
+        ("resources", "learner_threads", 0, "or 'auto'"),
+    ],
+)
 def test_invalid_values_name_field_value_and_allowed(group, key, value, allowed):
     with pytest.raises(ValueError) as err:
         getattr(PPOConfig(), group)(**{key: value})
@@ -49,7 +58,12 @@ def test_validate_catches_direct_assignment_and_cross_field_rules():
     c = PPOConfig().environment("CartPole-v1").training(train_batch_size=128, sgd_minibatch_size=256)
     with pytest.raises(ValueError, match="sgd_minibatch_size = 256 .* at most train_batch_size"):
         c.validate()
-    c = PPOConfig().environment("CartPole-v1").rollouts(num_envs_per_worker=64).training(train_batch_size=32, sgd_minibatch_size=16)
+    c = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_envs_per_worker=64)
+        .training(train_batch_size=32, sgd_minibatch_size=16)
+    )
     with pytest.raises(ValueError, match="train_batch_size = 32 is too small"):
         c.validate()
 
@@ -62,7 +76,11 @@ def test_missing_and_unknown_env():
 
 
 def test_dict_and_yaml_round_trip_including_callable_env():
-    c = PPOConfig().environment(CountdownEnv, env_config={"terminate_at": 4}).training(lr=5e-4, model={"fcnet_hiddens": [8, 8]})
+    c = (
+        PPOConfig()
+        .environment(CountdownEnv, env_config={"terminate_at": 4})
+        .training(lr=5e-4, model={"fcnet_hiddens": [8, 8]})
+    )
     d = c.to_dict()
     assert d["env"] == "callable:tests.fakes:CountdownEnv"
     again = PPOConfig.from_yaml(c.to_yaml())
@@ -76,4 +94,3 @@ def test_dict_and_yaml_round_trip_including_callable_env():
 def test_fragment_length_auto_fills_the_train_batch():
     c = PPOConfig().rollouts(num_rollout_workers=2, num_envs_per_worker=4).training(train_batch_size=800)
     assert c.resolved_fragment_length() == 100
-

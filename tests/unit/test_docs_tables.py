@@ -1,5 +1,6 @@
 """The generated parts of docs/ match the code (config defaults, tuned results) and every relative link in the
 docs and the README points at a file that exists."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -24,16 +25,19 @@ def test_generated_tables_are_current():
 
 
 def test_every_algorithm_has_a_page_with_its_generated_table():
-    from relayrl.algos import REGISTRY
+    from relayrl.algorithms import REGISTRY
 
     for name in REGISTRY:
         text = (DOCS / "algorithms" / f"{name}.md").read_text()
-        assert f"<!-- BEGIN generated:config:{name} -->" in text and f"<!-- BEGIN generated:tuned:{name} -->" in text
+        assert (
+            f"<!-- BEGIN generated:config:{name} -->" in text
+            and f"<!-- BEGIN generated:tuned:{name} -->" in text
+        )
         assert "arXiv" in text or "no arXiv" in text, f"{name}.md names no paper"
 
 
 def test_generated_table_shows_the_class_defaults():
-    from relayrl.algos.ppo import PPOConfig
+    from relayrl.algorithms.ppo import PPOConfig
 
     table = _generator().config_table("ppo")
     assert f"| `train_batch_size` | `.training()` | `{PPOConfig().train_batch_size}` |" in table

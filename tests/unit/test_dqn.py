@@ -1,19 +1,22 @@
 """DQN pieces: the loss on hand-set Q-networks (arithmetic in comments), target updates, epsilon-greedy
 acting, n-step transition rows from a real worker, and the action-space check."""
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from relayrl import networks
-from relayrl.algos.dqn import DQNConfig
-from relayrl.q_models import QModel, dqn_loss
-from relayrl.config import DEFAULT_MODEL
-from relayrl.policy import Policy
-from relayrl.rollout import RolloutWorker, SamplerSettings
-from relayrl.tf_import import tf
+from relayrl.algorithms.dqn import DQNConfig
+from relayrl.core.config import DEFAULT_MODEL
+from relayrl.models import networks
+from relayrl.models.policy import Policy
+from relayrl.models.q_models import QModel, dqn_loss
+from relayrl.models.tf_import import tf
+from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
 from tests.fakes import CountdownEnv
 
-SPEC = networks.spec_from_spaces(gym.spaces.Box(-9, 9, (1,)), gym.spaces.Discrete(2), dict(DEFAULT_MODEL, fcnet_hiddens=[]))
+SPEC = networks.spec_from_spaces(
+    gym.spaces.Box(-9, 9, (1,)), gym.spaces.Discrete(2), dict(DEFAULT_MODEL, fcnet_hiddens=[])
+)
 
 
 def q_model(online_kernel, target_kernel, **kw):
@@ -25,8 +28,12 @@ def q_model(online_kernel, target_kernel, **kw):
 
 
 MB = {
-    "obs": tf.constant([[1.0], [2.0]]), "actions": tf.constant([1, 0]), "rewards": tf.constant([1.0, 0.5]),
-    "next_obs": tf.constant([[3.0], [1.0]]), "discounts": tf.constant([0.9, 0.0]), "weights": tf.constant([1.0, 0.5]),
+    "obs": tf.constant([[1.0], [2.0]]),
+    "actions": tf.constant([1, 0]),
+    "rewards": tf.constant([1.0, 0.5]),
+    "next_obs": tf.constant([[3.0], [1.0]]),
+    "discounts": tf.constant([0.9, 0.0]),
+    "weights": tf.constant([1.0, 0.5]),
 }
 
 
@@ -59,8 +66,15 @@ def test_target_network_hard_and_soft_updates():
 
 def test_epsilon_greedy_acting():
     policy = Policy(SPEC, gym.spaces.Discrete(2), seed=0, explore={"epsilon": 0.0})
-    policy.set_weights([np.array([[1.0, 2.0]], np.float32), np.zeros(2, np.float32),
-                        np.zeros((1, 1), np.float32), np.zeros(1, np.float32)], 0)
+    policy.set_weights(
+        [
+            np.array([[1.0, 2.0]], np.float32),
+            np.zeros(2, np.float32),
+            np.zeros((1, 1), np.float32),
+            np.zeros(1, np.float32),
+        ],
+        0,
+    )
     x = np.full((4000, 1), 1.0, np.float32)  # Q = [1, 2]: greedy action 1
     assert np.all(policy.compute_actions(x) == 1)
     policy.set_explore({"epsilon": 1.0})
@@ -73,8 +87,18 @@ def test_epsilon_greedy_acting():
 def test_worker_emits_n_step_transitions():
     probe = CountdownEnv({"terminate_at": 3})
     spec = networks.spec_from_spaces(probe.observation_space, probe.action_space, DEFAULT_MODEL)
-    settings = SamplerSettings(env=CountdownEnv, env_config={"terminate_at": 3}, num_envs=1, fragment_length=5, spec=spec,
-                               gamma=0.5, seed=0, postprocess="transitions", n_step=2, explore={"epsilon": 0.5})
+    settings = SamplerSettings(
+        env=CountdownEnv,
+        env_config={"terminate_at": 3},
+        num_envs=1,
+        fragment_length=5,
+        spec=spec,
+        gamma=0.5,
+        seed=0,
+        postprocess="transitions",
+        n_step=2,
+        explore={"epsilon": 0.5},
+    )
     worker = RolloutWorker(settings)
     worker.set_weights(networks.init_weights(spec, np.random.default_rng(0)), 0)
     d = worker.sample().data
@@ -88,20 +112,25 @@ def test_worker_emits_n_step_transitions():
 
 
 def test_box_actions_are_refused_with_a_hint():
-    from relayrl.algos.dqn import DQN
+    from relayrl.algorithms.dqn import DQN
 
     with pytest.raises(ValueError, match="DQN does not support the action space Box.*use sac or td3"):
         DQN.check_env(DQNConfig().environment("Pendulum-v1"))
 
 
 def test_q_table_update_by_hand():
-    from relayrl.algos.qlearning import QTable
+    from relayrl.algorithms.qlearning import QTable
 
     table = QTable(n_states=3, n_actions=2, lr=0.5, gamma=0.9)
     table.q[2] = [1.0, 4.0]
     eye = np.eye(3, dtype=np.float32)
-    batch = {"obs": eye[[0, 0]], "next_obs": eye[[2, 1]], "actions": np.array([1, 1]),
-             "rewards": np.array([1.0, 0.0], np.float32), "discounts": np.array([0.9, 0.0], np.float32)}
+    batch = {
+        "obs": eye[[0, 0]],
+        "next_obs": eye[[2, 1]],
+        "actions": np.array([1, 1]),
+        "rewards": np.array([1.0, 0.0], np.float32),
+        "discounts": np.array([0.9, 0.0], np.float32),
+    }
     table.update(batch)
     # first: Q(0,1) += 0.5 * (1 + 0.9 * max(1, 4) - 0) = 0.5 * 4.6 = 2.3
     # second (terminal, in order): Q(0,1) += 0.5 * (0 + 0 - 2.3) = -1.15 -> 1.15
@@ -110,7 +139,7 @@ def test_q_table_update_by_hand():
 
 
 def test_apex_per_worker_epsilons():
-    from relayrl.rollout import worker_explore
+    from relayrl.sampling.rollout import worker_explore
 
     explore = {"epsilon": 0.4, "apex_alpha": 7.0, "num_workers": 4}
     # eps_i = 0.4 ** (1 + 7 * i / 3) for i = 0..3 (worker_index = i + 1)

@@ -1,28 +1,44 @@
 """Eager debugging (`.debugging(eager=True)` / `relayrl train --eager`): the learner's update runs op by op,
 gives the same result as the compiled update (to float tolerance), and a loss sees concrete tensors."""
+
 import functools
 import json
 
 import numpy as np
 import pytest
 
-from relayrl.algos.dqn import DQNConfig
-from relayrl.algos.ppo import PPO, PPO_METRICS, PPOConfig, ppo_hparams, ppo_loss, ppo_prepare
-from relayrl.algos.sac import SACConfig
-from relayrl.algos.td3 import TD3Config
-from relayrl.placement import build_eagerly
-from relayrl.tf_import import tf
+from relayrl.algorithms.dqn import DQNConfig
+from relayrl.algorithms.ppo import PPO, PPO_METRICS, PPOConfig, ppo_hparams, ppo_loss, ppo_prepare
+from relayrl.algorithms.sac import SACConfig
+from relayrl.algorithms.td3 import TD3Config
+from relayrl.learning.placement import build_eagerly
+from relayrl.models.tf_import import tf
 
 SMALL_MLP = {"fcnet_hiddens": [32, 32]}
 CONFIGS = {  # each does gradient steps in its first iteration
-    "ppo": lambda: PPOConfig().environment("CartPole-v1").training(
-        train_batch_size=512, sgd_minibatch_size=128, num_sgd_iter=2, model=SMALL_MLP),
-    "dqn": lambda: DQNConfig().environment("CartPole-v1").rollouts(num_envs_per_worker=1, rollout_fragment_length=128)
-    .training(learning_starts=64, train_batch_size=32, model=SMALL_MLP, target_network_update_freq=8),
-    "sac": lambda: SACConfig().environment("Pendulum-v1").rollouts(rollout_fragment_length=48)
-    .training(learning_starts=32, train_batch_size=32, model=SMALL_MLP, critic_hiddens=[32, 32]),
-    "td3": lambda: TD3Config().environment("Pendulum-v1").rollouts(rollout_fragment_length=48)
-    .training(learning_starts=32, train_batch_size=32, model=SMALL_MLP, critic_hiddens=[32, 32]),
+    "ppo": lambda: (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .training(train_batch_size=512, sgd_minibatch_size=128, num_sgd_iter=2, model=SMALL_MLP)
+    ),
+    "dqn": lambda: (
+        DQNConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_envs_per_worker=1, rollout_fragment_length=128)
+        .training(learning_starts=64, train_batch_size=32, model=SMALL_MLP, target_network_update_freq=8)
+    ),
+    "sac": lambda: (
+        SACConfig()
+        .environment("Pendulum-v1")
+        .rollouts(rollout_fragment_length=48)
+        .training(learning_starts=32, train_batch_size=32, model=SMALL_MLP, critic_hiddens=[32, 32])
+    ),
+    "td3": lambda: (
+        TD3Config()
+        .environment("Pendulum-v1")
+        .rollouts(rollout_fragment_length=48)
+        .training(learning_starts=32, train_batch_size=32, model=SMALL_MLP, critic_hiddens=[32, 32])
+    ),
 }
 
 
@@ -44,7 +60,9 @@ def test_eager_update_matches_the_compiled_update(algo):
         assert tf.config.functions_run_eagerly() is False  # stop() switches the process back
     compiled, eager = results
     learner_keys = sorted(k for k in compiled if k.startswith("learner/") and "time" not in k)  # not timers
-    assert learner_keys and learner_keys == sorted(k for k in eager if k.startswith("learner/") and "time" not in k)
+    assert learner_keys and learner_keys == sorted(
+        k for k in eager if k.startswith("learner/") and "time" not in k
+    )
     for key in learner_keys:
         assert eager[key] == pytest.approx(compiled[key], rel=1e-4, abs=1e-5), key
     assert eager["timesteps_total"] == compiled["timesteps_total"]
@@ -57,11 +75,21 @@ def test_eager_update_matches_the_compiled_update(algo):
 def ppo_learner(loss_fn, eager: bool):
     spec = PPO.check_env(PPOConfig().environment("CartPole-v1"))[2]
     c = PPOConfig().training(sgd_minibatch_size=16)
-    from relayrl.learner import Learner
-    from relayrl.rollout import batch_spec
+    from relayrl.learning.learner import Learner
+    from relayrl.sampling.rollout import batch_spec
 
-    factory = functools.partial(Learner, spec, loss_fn, PPO_METRICS, c.lr, c.grad_clip, ppo_hparams(c),
-                                batch_spec(spec), c.sgd_minibatch_size, prepare_fn=ppo_prepare)
+    factory = functools.partial(
+        Learner,
+        spec,
+        loss_fn,
+        PPO_METRICS,
+        c.lr,
+        c.grad_clip,
+        ppo_hparams(c),
+        batch_spec(spec),
+        c.sgd_minibatch_size,
+        prepare_fn=ppo_prepare,
+    )
     try:
         return build_eagerly(factory) if eager else factory()
     finally:
@@ -69,10 +97,14 @@ def ppo_learner(loss_fn, eager: bool):
 
 
 def random_batch(rows: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    return {"obs": rng.normal(size=(rows, 4)).astype(np.float32), "actions": rng.integers(0, 2, rows),
-            "logp": np.full(rows, np.log(0.5), np.float32), "vf_preds": rng.normal(size=rows).astype(np.float32),
-            "advantages": rng.normal(size=rows).astype(np.float32),
-            "value_targets": rng.normal(size=rows).astype(np.float32)}
+    return {
+        "obs": rng.normal(size=(rows, 4)).astype(np.float32),
+        "actions": rng.integers(0, 2, rows),
+        "logp": np.full(rows, np.log(0.5), np.float32),
+        "vf_preds": rng.normal(size=rows).astype(np.float32),
+        "advantages": rng.normal(size=rows).astype(np.float32),
+        "value_targets": rng.normal(size=rows).astype(np.float32),
+    }
 
 
 def test_with_eager_a_loss_sees_concrete_values():
@@ -127,10 +159,31 @@ def test_gradient_exchange_paths_run_eagerly_too():
 
 
 def test_cli_eager_flag_trains(tmp_path, capsys):
-    from relayrl.cli import main
+    from relayrl.cli.app import main
 
-    assert main(["train", "ppo", "CartPole-v1", "--eager", "--stop-iters", "1", "--quiet", "--json", "--seed", "0",
-                 "--set", "train_batch_size=256", "--set", "sgd_minibatch_size=64", "--logdir", str(tmp_path)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "ppo",
+                "CartPole-v1",
+                "--eager",
+                "--stop-iters",
+                "1",
+                "--quiet",
+                "--json",
+                "--seed",
+                "0",
+                "--set",
+                "train_batch_size=256",
+                "--set",
+                "sgd_minibatch_size=64",
+                "--logdir",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
     final = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert final["training_iteration"] == 1 and np.isfinite(final["learner/total_loss"])
     assert tf.config.functions_run_eagerly() is False
@@ -161,9 +214,14 @@ class _EagerProbe:
 def test_conv_policy_forward_runs_eagerly_when_sampling_in_process():
     from tests.fakes import ImageEnv
 
-    algo = (PPOConfig().environment(ImageEnv).rollouts(num_envs_per_worker=2)
-            .training(train_batch_size=32, sgd_minibatch_size=16, num_sgd_iter=1, model={"fcnet_hiddens": [16]})
-            .debugging(eager=True, seed=0).build())
+    algo = (
+        PPOConfig()
+        .environment(ImageEnv)
+        .rollouts(num_envs_per_worker=2)
+        .training(train_batch_size=32, sgd_minibatch_size=16, num_sgd_iter=1, model={"fcnet_hiddens": [16]})
+        .debugging(eager=True, seed=0)
+        .build()
+    )
     try:
         net = algo.workers.worker.policy.net
         assert type(net).__name__ == "TFForward"

@@ -1,14 +1,15 @@
 """ExternalEpisodes (the policy server's runtime) builds the same advantages as a naive per-episode
 GAE loop: terminated ends the return, truncated bootstraps from V(final obs), and a cut in the
 middle of an open episode bootstraps from V(next obs) and keeps the open step for later."""
+
 import threading
 import time
 
 import numpy as np
 import pytest
 
-from relayrl import networks
-from relayrl.config import DEFAULT_MODEL
+from relayrl.core.config import DEFAULT_MODEL
+from relayrl.models import networks
 from relayrl.policy_server.episodes import ExternalEpisodes
 from relayrl.policy_server.wire import RequestError
 from tests.fakes import CountdownEnv
@@ -46,12 +47,18 @@ def test_fragment_advantages_match_naive_gae():
     play(episodes, b, 2, "truncated")
     play(episodes, c, 3)  # open: 2 complete steps, the third awaits its next observation
     [fragment] = episodes.sample()
-    expected = episode_advantages(2, terminated=False) + episode_advantages(3, True) + episode_advantages(2, False)
-    np.testing.assert_allclose(fragment.data["advantages"], expected, rtol=1e-5)  # open episodes first, then ended
+    expected = (
+        episode_advantages(2, terminated=False) + episode_advantages(3, True) + episode_advantages(2, False)
+    )
+    np.testing.assert_allclose(
+        fragment.data["advantages"], expected, rtol=1e-5
+    )  # open episodes first, then ended
     np.testing.assert_allclose(fragment.data["value_targets"], np.asarray(expected) + C, rtol=1e-5)
     np.testing.assert_allclose(fragment.data["obs"][:, 0], [0, 1, 0, 1, 2, 0, 1])
     assert fragment.env_steps == 7 and fragment.version == 0
-    assert sorted(fragment.episode_returns.tolist()) == [2.0, 3.0] and sorted(fragment.episode_lengths.tolist()) == [2, 3]
+    assert sorted(fragment.episode_returns.tolist()) == [2.0, 3.0] and sorted(
+        fragment.episode_lengths.tolist()
+    ) == [2, 3]
     # the open step of c completes on its next action and goes into the next fragment
     episodes.end_episode(c, np.full(1, 3.0, np.float32), truncated=False)
     assert episodes.status()["complete_steps_waiting"] == 1 and episodes.status()["open_episodes"] == 0

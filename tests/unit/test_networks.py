@@ -1,13 +1,14 @@
 """The numpy forward pass used by workers equals the Keras model the learner trains."""
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from relayrl import distributions, networks
-from relayrl.config import DEFAULT_MODEL
-from relayrl.keras_models import ActorCritic
-from relayrl.tf_distributions import entropy, log_prob
-from relayrl.tf_import import tf
+from relayrl.core.config import DEFAULT_MODEL
+from relayrl.models import distributions, networks
+from relayrl.models.keras_models import ActorCritic
+from relayrl.models.tf_distributions import entropy, log_prob
+from relayrl.models.tf_import import tf
 
 SPACES = {
     "discrete": (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)),
@@ -24,7 +25,9 @@ def test_numpy_forward_equals_keras(kind, activation):
     model_cfg = dict(DEFAULT_MODEL, fcnet_activation=activation, fcnet_hiddens=[16, 8])
     spec = networks.spec_from_spaces(obs_space, act_space, model_cfg)
     rng = np.random.default_rng(0)
-    weights = [w + 0.1 * rng.standard_normal(w.shape).astype(np.float32) for w in networks.init_weights(spec, rng)]
+    weights = [
+        w + 0.1 * rng.standard_normal(w.shape).astype(np.float32) for w in networks.init_weights(spec, rng)
+    ]
     keras_model = ActorCritic(spec)
     keras_model.set_weights(weights)
     np_model = networks.NumpyActorCritic(spec)
@@ -36,8 +39,12 @@ def test_numpy_forward_equals_keras(kind, activation):
     # log-probs agree between the worker's numpy distribution and the learner's TF one
     log_std = np_model.log_std() if spec.action_kind == "gaussian" else None
     noise = distributions.draw_noise(spec.action_kind, (len(obs), spec.dist_dim), rng)
-    actions = distributions.sample(spec.action_kind, spec.action_nvec, np_model.dist_inputs(obs), log_std, noise)
-    lp_np = distributions.log_prob(spec.action_kind, spec.action_nvec, np_model.dist_inputs(obs), log_std, actions)
+    actions = distributions.sample(
+        spec.action_kind, spec.action_nvec, np_model.dist_inputs(obs), log_std, noise
+    )
+    lp_np = distributions.log_prob(
+        spec.action_kind, spec.action_nvec, np_model.dist_inputs(obs), log_std, actions
+    )
     lp_tf = log_prob(spec, dist_tf, keras_model.log_std, tf.constant(actions))
     np.testing.assert_allclose(lp_np, lp_tf.numpy(), atol=1e-4)
     assert np.all(np.isfinite(entropy(spec, dist_tf, keras_model.log_std).numpy()))
@@ -60,7 +67,7 @@ def test_image_observations_get_a_conv_torso_and_tf_forward():
     env = ImageEnv()
     spec = networks.spec_from_spaces(env.observation_space, env.action_space, DEFAULT_MODEL)
     assert not spec.numpy_forward_ok and spec.torso[0].kind == "conv"
-    from relayrl.policy import Policy
+    from relayrl.models.policy import Policy
 
     policy = Policy(spec, env.action_space, seed=0)
     policy.set_weights(networks.init_weights(spec, np.random.default_rng(0)), 0)

@@ -1,12 +1,14 @@
 """model.normalize_obs: running moments merged exactly, the same normalisation in the workers' numpy
 forward pass and the learner's Keras model, and statistics that ride with the broadcast weights."""
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from relayrl import PPOConfig, networks
-from relayrl.config import DEFAULT_MODEL
-from relayrl.obs_stats import RunningMoments, moments
+from relayrl import PPOConfig
+from relayrl.core.config import DEFAULT_MODEL
+from relayrl.models import networks
+from relayrl.models.obs_stats import RunningMoments, moments
 
 
 def test_merged_moments_equal_the_moments_of_all_rows():
@@ -26,8 +28,8 @@ def test_merged_moments_equal_the_moments_of_all_rows():
 
 
 def test_numpy_and_keras_normalise_alike():
-    from relayrl.keras_models import ActorCritic
-    from relayrl.tf_import import tf
+    from relayrl.models.keras_models import ActorCritic
+    from relayrl.models.tf_import import tf
 
     obs_space, act_space = gym.spaces.Box(-50, 50, (3,)), gym.spaces.Box(-1, 1, (2,))
     spec = networks.spec_from_spaces(obs_space, act_space, dict(DEFAULT_MODEL, normalize_obs=True))
@@ -48,9 +50,13 @@ def test_numpy_and_keras_normalise_alike():
 
 
 def test_ppo_broadcasts_the_statistics_of_the_observations_it_saw():
-    config = (PPOConfig().environment("Pendulum-v1").rollouts(num_envs_per_worker=4, rollout_fragment_length=50)
-              .training(train_batch_size=200, sgd_minibatch_size=100, num_sgd_iter=1,
-                        model={"normalize_obs": True}).debugging(seed=0))
+    config = (
+        PPOConfig()
+        .environment("Pendulum-v1")
+        .rollouts(num_envs_per_worker=4, rollout_fragment_length=50)
+        .training(train_batch_size=200, sgd_minibatch_size=100, num_sgd_iter=1, model={"normalize_obs": True})
+        .debugging(seed=0)
+    )
     algo = config.build()
     try:
         seen = []
@@ -87,8 +93,13 @@ def test_unsupported_algorithms_and_spaces_are_refused():
 
 
 def test_scaled_rewards_divide_by_the_std_of_the_discounted_return():
-    config = (PPOConfig().environment("Pendulum-v1").rollouts(num_envs_per_worker=2, rollout_fragment_length=300)
-              .training(train_batch_size=600, scale_rewards=True, gamma=0.9).debugging(seed=0))
+    config = (
+        PPOConfig()
+        .environment("Pendulum-v1")
+        .rollouts(num_envs_per_worker=2, rollout_fragment_length=300)
+        .training(train_batch_size=600, scale_rewards=True, gamma=0.9)
+        .debugging(seed=0)
+    )
     algo = config.build()
     try:
         worker = algo.workers.worker
@@ -111,7 +122,9 @@ def test_scaled_rewards_divide_by_the_std_of_the_discounted_return():
             g = g * 0.9 + rewards[t]
             all_returns.append(g.copy())
             g[dones[t]] = 0.0
-        expected.merge(*moments(np.array(all_returns)[valid]))  # the returns of the valid steps join the moments
+        expected.merge(
+            *moments(np.array(all_returns)[valid])
+        )  # the returns of the valid steps join the moments
         scaled = worker._scaled_rewards(rewards, dones, valid)
         assert worker.return_moments.count == expected.count
         np.testing.assert_allclose(worker.return_moments.m2, expected.m2, rtol=1e-12)
@@ -124,11 +137,15 @@ def test_scaled_rewards_divide_by_the_std_of_the_discounted_return():
 
 
 def test_exported_models_carry_the_statistics(tmp_path):
-    from relayrl.export import load_policy
+    from relayrl.persistence.export import load_policy
 
-    config = (PPOConfig().environment("Pendulum-v1").rollouts(num_envs_per_worker=4, rollout_fragment_length=50)
-              .training(train_batch_size=200, sgd_minibatch_size=100, num_sgd_iter=1,
-                        model={"normalize_obs": True}).debugging(seed=0))
+    config = (
+        PPOConfig()
+        .environment("Pendulum-v1")
+        .rollouts(num_envs_per_worker=4, rollout_fragment_length=50)
+        .training(train_batch_size=200, sgd_minibatch_size=100, num_sgd_iter=1, model={"normalize_obs": True})
+        .debugging(seed=0)
+    )
     algo = config.build()
     try:
         for _ in range(2):
@@ -141,6 +158,8 @@ def test_exported_models_carry_the_statistics(tmp_path):
         action, value = load_policy(algo.export_policy(str(tmp_path / "saved")))
         np.testing.assert_allclose(value(obs), net.value(obs), rtol=1e-4, atol=1e-4)
         low, high = algo.action_space.low, algo.action_space.high
-        np.testing.assert_allclose(action(obs), np.clip(net.dist_inputs(obs), low, high), rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(
+            action(obs), np.clip(net.dist_inputs(obs), low, high), rtol=1e-4, atol=1e-4
+        )
     finally:
         algo.stop()

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from relayrl import ops
+from relayrl.core import ops
 
 
 def naive_gae(rewards, values, next_values, terminated, dones, gamma, lam):
@@ -40,7 +40,11 @@ def test_gae_matches_naive_loop_with_terminations_and_truncations(seed):
 def test_truncation_bootstraps_and_termination_does_not():
     # One env, one step each. r=1, V(s)=0, V(s')=10, gamma=0.5:
     #   terminated -> A = 1 + 0 - 0 = 1;  truncated -> A = 1 + 0.5 * 10 - 0 = 6.
-    ones, zeros, tens = np.ones((1, 1), np.float32), np.zeros((1, 1), np.float32), np.full((1, 1), 10.0, np.float32)
+    ones, zeros, tens = (
+        np.ones((1, 1), np.float32),
+        np.zeros((1, 1), np.float32),
+        np.full((1, 1), 10.0, np.float32),
+    )
     yes, no = np.ones((1, 1), bool), np.zeros((1, 1), bool)
     assert ops.gae(ones, zeros, tens, yes, yes, 0.5, 1.0)[0, 0] == pytest.approx(1.0)
     assert ops.gae(ones, zeros, tens, no, yes, 0.5, 1.0)[0, 0] == pytest.approx(6.0)
@@ -99,7 +103,9 @@ def test_vtrace_matches_naive_loop_with_clipping_and_episode_ends(seed, rho_bar,
     rewards, values, next_values, terminated, dones = consistent_trajectory(rng, T, N)
     log_rhos = rng.normal(0.0, 0.7, (T, N)).astype(np.float32)  # ratios on both sides of the clips
     vs, adv = ops.vtrace(rewards, values, next_values, terminated, dones, log_rhos, 0.95, rho_bar, c_bar)
-    want_vs, want_adv = naive_vtrace(rewards, values, next_values, terminated, dones, log_rhos, 0.95, rho_bar, c_bar)
+    want_vs, want_adv = naive_vtrace(
+        rewards, values, next_values, terminated, dones, log_rhos, 0.95, rho_bar, c_bar
+    )
     np.testing.assert_allclose(vs, want_vs, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(adv, want_adv, rtol=1e-5, atol=1e-5)
 

@@ -1,10 +1,11 @@
 """ParameterServer and WeightClient in-process (the Ray wiring is covered in tests/integration)."""
+
 import time
 
 import numpy as np
 import pytest
 
-from relayrl.params import ParameterServer, WeightClient
+from relayrl.runtime.params import ParameterServer, WeightClient
 
 
 def versions_source():
@@ -60,16 +61,25 @@ def test_background_pull_never_blocks_and_installs_between_fragments():
 
 def test_parameter_server_applies_gradients_and_records_staleness():
     pytest.importorskip("tensorflow")
-    from relayrl import networks
-    from relayrl.algos.a2c import A2C_METRICS, a2c_loss
-    from relayrl.config import DEFAULT_MODEL
-    from relayrl.learner import Learner
-    from relayrl.rollout import batch_spec
     import gymnasium as gym
 
+    from relayrl.algorithms.a2c import A2C_METRICS, a2c_loss
+    from relayrl.core.config import DEFAULT_MODEL
+    from relayrl.learning.learner import Learner
+    from relayrl.models import networks
+    from relayrl.sampling.rollout import batch_spec
+
     spec = networks.spec_from_spaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2), DEFAULT_MODEL)
-    make = lambda: Learner(spec, a2c_loss, A2C_METRICS, 0.1, None, {"entropy_coeff": 0.0, "vf_loss_coeff": 0.5},
-                           batch_spec(spec), None)
+    make = lambda: Learner(
+        spec,
+        a2c_loss,
+        A2C_METRICS,
+        0.1,
+        None,
+        {"entropy_coeff": 0.0, "vf_loss_coeff": 0.5},
+        batch_spec(spec),
+        None,
+    )
     server = ParameterServer(make)
     w0 = networks.init_weights(spec, np.random.default_rng(0))
     server.set_weights(w0, 0)

@@ -1,12 +1,14 @@
 """`relayrl train ALGO ENV --print-config` and the tuned files it names (no TensorFlow, no training)."""
+
 import os
 import re
 
 import pytest
 import yaml
 
-from relayrl import cli, tuned
-from relayrl.algos import REGISTRY, config_class
+from relayrl.algorithms import REGISTRY, config_class
+from relayrl.cli import app as cli
+from relayrl.core import tuned
 
 
 def print_config(capsys, *args):
@@ -49,9 +51,11 @@ TUNED_FILES = sorted(f for f in os.listdir(tuned.HERE) if f.endswith(".yaml"))
 @pytest.mark.parametrize("name", TUNED_FILES)
 def test_every_tuned_file_is_a_valid_config_and_records_its_result(name):
     algo = next(a for a in sorted(REGISTRY, key=len, reverse=True) if name.startswith(f"{a}-"))
-    env_id = name[len(algo) + 1: -len(".yaml")]
+    env_id = name[len(algo) + 1 : -len(".yaml")]
     config = config_class(algo).from_tuned(env_id)
     config.validate()
     result = tuned.notes(tuned.path_for(algo, env_id)).get("_result")
     # what it reached, in how many env steps, how long it took, on what machine
-    assert isinstance(result, str) and "steps" in result and re.search(r"\d s\b", result) and "CPU" in result, result
+    assert (
+        isinstance(result, str) and "steps" in result and re.search(r"\d s\b", result) and "CPU" in result
+    ), result

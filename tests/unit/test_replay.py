@@ -1,14 +1,18 @@
 """Replay buffers: ring storage, sum-tree invariants, prioritised sampling frequencies (chi-square),
 importance weights against the formula, npz-able state, n-step returns against a naive loop."""
+
 import numpy as np
 import pytest
 
-from relayrl import ops
+from relayrl.core import ops
 from relayrl.replay import PrioritizedReplay, SumTree, UniformReplay
 
 
 def rows(start, n):
-    return {"obs": np.arange(start, start + n, dtype=np.float32)[:, None], "actions": np.arange(start, start + n)}
+    return {
+        "obs": np.arange(start, start + n, dtype=np.float32)[:, None],
+        "actions": np.arange(start, start + n),
+    }
 
 
 def test_ring_buffer_overwrites_oldest_and_round_trips_state():
@@ -76,7 +80,7 @@ def test_importance_weights_follow_the_formula():
     p = np.array([0.5, 1, 2, 3, 4, 5, 6, 7.0])
     buf.update_priorities(np.arange(8), p)
     batch = buf.sample(32, beta=0.5)
-    P = p ** 0.7 / (p ** 0.7).sum()
+    P = p**0.7 / (p**0.7).sum()
     w_all = (8 * P) ** -0.5
     np.testing.assert_allclose(batch["weights"], w_all[batch["indices"]] / w_all.max(), rtol=1e-5)
 
@@ -103,12 +107,12 @@ def naive_n_step(rewards, terminated, dones, gamma, n):
             for k in range(n):
                 if t + k >= T:
                     break
-                total += gamma ** k * rewards[t + k, i]
+                total += gamma**k * rewards[t + k, i]
                 m += 1
                 if dones[t + k, i]:
                     term = bool(terminated[t + k, i])
                     break
-            R[t, i], nxt[t, i], disc[t, i] = total, t + m, 0.0 if term else gamma ** m
+            R[t, i], nxt[t, i], disc[t, i] = total, t + m, 0.0 if term else gamma**m
     return R, nxt, disc
 
 

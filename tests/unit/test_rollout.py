@@ -1,10 +1,11 @@
 """RolloutWorker on real (tiny, deterministic) gymnasium envs: autoreset boundaries, GAE, episode stats."""
+
 import numpy as np
 import pytest
 
-from relayrl import networks
-from relayrl.config import DEFAULT_MODEL
-from relayrl.rollout import EnvError, RolloutWorker, SamplerSettings
+from relayrl.core.config import DEFAULT_MODEL
+from relayrl.models import networks
+from relayrl.sampling.rollout import EnvError, RolloutWorker, SamplerSettings
 from tests.fakes import CountdownEnv, NaNRewardEnv
 
 GAMMA, LAM, C = 0.9, 0.8, 0.5
@@ -13,8 +14,16 @@ GAMMA, LAM, C = 0.9, 0.8, 0.5
 def constant_value_worker(env_config, fragment_length, env=CountdownEnv):
     probe = env(env_config)
     spec = networks.spec_from_spaces(probe.observation_space, probe.action_space, DEFAULT_MODEL)
-    settings = SamplerSettings(env=env, env_config=env_config, num_envs=2, fragment_length=fragment_length,
-                               spec=spec, gamma=GAMMA, lambda_=LAM, seed=0)
+    settings = SamplerSettings(
+        env=env,
+        env_config=env_config,
+        num_envs=2,
+        fragment_length=fragment_length,
+        spec=spec,
+        gamma=GAMMA,
+        lambda_=LAM,
+        seed=0,
+    )
     worker = RolloutWorker(settings)
     weights = networks.init_weights(spec, np.random.default_rng(0))
     vf_start = worker.policy.net._vf_start
@@ -88,7 +97,9 @@ def test_seeded_workers_repeat_and_differ_by_index():
     del spec_env
 
     def actions(index):
-        s = SamplerSettings(env="CartPole-v1", env_config={}, num_envs=4, fragment_length=20, spec=spec, seed=7)
+        s = SamplerSettings(
+            env="CartPole-v1", env_config={}, num_envs=4, fragment_length=20, spec=spec, seed=7
+        )
         w = RolloutWorker(s, worker_index=index)
         w.set_weights(weights, 0)
         return w.sample().data["obs"]

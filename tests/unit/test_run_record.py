@@ -1,12 +1,13 @@
 """progress.csv (RunRecord) and the across-seed mean/spread of `relayrl plot`, without TensorFlow."""
+
 import csv
 import json
 
 import numpy as np
 import pytest
 
-from relayrl.plot import group_runs, mean_and_spread, read_run
-from relayrl.run_record import FIRST_COLUMNS, RunRecord
+from relayrl.persistence.plot import group_runs, mean_and_spread, read_run
+from relayrl.persistence.run_record import FIRST_COLUMNS, RunRecord
 
 
 def rows(path):
@@ -15,9 +16,19 @@ def rows(path):
 
 
 def result(i, **extra):
-    return {"training_iteration": i, "timesteps_total": 100 * i, "time_total_s": 0.5 * i,
-            "episode_reward_mean": float(i), "episode_reward_min": 0.0, "episode_reward_max": 2.0 * i,
-            "episodes_total": 3 * i, "learner/loss": 1.0 / i, "workers/healthy": True, "note": "skipped", **extra}
+    return {
+        "training_iteration": i,
+        "timesteps_total": 100 * i,
+        "time_total_s": 0.5 * i,
+        "episode_reward_mean": float(i),
+        "episode_reward_min": 0.0,
+        "episode_reward_max": 2.0 * i,
+        "episodes_total": 3 * i,
+        "learner/loss": 1.0 / i,
+        "workers/healthy": True,
+        "note": "skipped",
+        **extra,
+    }
 
 
 def test_rows_are_on_disk_after_each_iteration_before_close(tmp_path):
@@ -53,7 +64,11 @@ def test_a_resumed_run_drops_the_rows_past_its_checkpoint(tmp_path):
     resumed.log(result(3, episode_reward_mean=30.0))
     resumed.close(plot=False)
     got = rows(tmp_path / "progress.csv")
-    assert [(r["training_iteration"], r["episode_reward_mean"]) for r in got] == [("1", "1.0"), ("2", "2.0"), ("3", "30.0")]
+    assert [(r["training_iteration"], r["episode_reward_mean"]) for r in got] == [
+        ("1", "1.0"),
+        ("2", "2.0"),
+        ("3", "30.0"),
+    ]
 
 
 def test_mean_and_spread_match_a_naive_loop_on_the_common_range():
@@ -64,9 +79,15 @@ def test_mean_and_spread_match_a_naive_loop_on_the_common_range():
     for g, m, low, high in zip(grid, mean, lo, hi):
         ya = g / 10.0  # a is y = x / 10
         yb = g + 5.0  # b is y = x + 5
-        assert m == pytest.approx((ya + yb) / 2) and low == pytest.approx(min(ya, yb)) and high == pytest.approx(max(ya, yb))
+        assert (
+            m == pytest.approx((ya + yb) / 2)
+            and low == pytest.approx(min(ya, yb))
+            and high == pytest.approx(max(ya, yb))
+        )
     _, mean, lo, hi = mean_and_spread([a, b], spread="std", points=5)
-    assert hi - mean == pytest.approx(np.abs(np.array([0.5, 1.0, 1.5, 2.0, 2.5]) - np.array([10, 15, 20, 25, 30])) / 2)
+    assert hi - mean == pytest.approx(
+        np.abs(np.array([0.5, 1.0, 1.5, 2.0, 2.5]) - np.array([10, 15, 20, 25, 30])) / 2
+    )
 
 
 def test_runs_group_by_algo_and_env_and_bad_dirs_are_named(tmp_path):
@@ -76,7 +97,9 @@ def test_runs_group_by_algo_and_env_and_bad_dirs_are_named(tmp_path):
         record.close(plot=False)
     runs = [read_run(str(tmp_path / n)) for n in "abc"]
     assert {k: [r.name for r in v] for k, v in group_runs(runs, ["algo", "env"]).items()} == {
-        "ppo CartPole-v1": ["a", "b"], "dqn CartPole-v1": ["c"]}
+        "ppo CartPole-v1": ["a", "b"],
+        "dqn CartPole-v1": ["c"],
+    }
     assert list(group_runs(runs, ["seed"])) == ["seed=0", "seed=1"]
     with pytest.raises(ValueError, match="--group-by 'lr': run .* has no such config field"):
         group_runs(runs, ["lr"])

@@ -1,36 +1,52 @@
 """SAC and TD3 pieces: both losses on hand-set tiny networks (arithmetic in comments), the squashed-Gaussian
 log-probability, the learner's variable groups (each optimiser follows its own loss; TD3's delayed actor and
 targets), per-worker exploration noise, and the action-space check."""
+
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from relayrl import networks
-from relayrl.actor_critic_models import SACModel, TD3Model
-from relayrl.algos.sac import SAC, SACConfig, sac_loss
-from relayrl.algos.td3 import TD3, TD3Config, td3_loss
-from relayrl.rollout import worker_explore
-from relayrl.tf_import import tf
+from relayrl.algorithms.sac import SAC, SACConfig, sac_loss
+from relayrl.algorithms.td3 import TD3, TD3Config, td3_loss
+from relayrl.models import networks
+from relayrl.models.actor_critic_models import SACModel, TD3Model
+from relayrl.models.tf_import import tf
+from relayrl.sampling.rollout import worker_explore
 
 OBS, ACT = gym.spaces.Box(-9, 9, (1,), np.float32), gym.spaces.Box(-2, 2, (1,), np.float32)
 TINY = {"fcnet_hiddens": [], "fcnet_activation": "relu"}  # actor: one dense layer obs -> head
 HALF_LOG_2PI = 0.9189385  # 0.5 * ln(2 pi)
 
 MB = {
-    "obs": tf.constant([[1.0], [2.0]]), "actions": tf.constant([[0.5], [-0.5]]), "rewards": tf.constant([1.0, 0.5]),
-    "next_obs": tf.constant([[3.0], [1.0]]), "discounts": tf.constant([0.9, 0.0]), "weights": tf.constant([1.0, 1.0]),
+    "obs": tf.constant([[1.0], [2.0]]),
+    "actions": tf.constant([[0.5], [-0.5]]),
+    "rewards": tf.constant([1.0, 0.5]),
+    "next_obs": tf.constant([[3.0], [1.0]]),
+    "discounts": tf.constant([0.9, 0.0]),
+    "weights": tf.constant([1.0, 1.0]),
 }
 
 
 def set_critics(twin, c1, c2):
     """Q_j(s, a) = relu(c_j[0] * s + c_j[1] * a): one hidden unit, output weight 1, zero biases."""
-    twin.set_weights([np.array([[[c1[0]], [c1[1]]], [[c2[0]], [c2[1]]]], np.float32), np.zeros((2, 1, 1), np.float32),
-                      np.ones((2, 1, 1), np.float32), np.zeros((2, 1, 1), np.float32)])
+    twin.set_weights(
+        [
+            np.array([[[c1[0]], [c1[1]]], [[c2[0]], [c2[1]]]], np.float32),
+            np.zeros((2, 1, 1), np.float32),
+            np.ones((2, 1, 1), np.float32),
+            np.zeros((2, 1, 1), np.float32),
+        ]
+    )
 
 
 def actor_weights(kernel, bias):
     """Actor head = obs * kernel + bias (no hidden layers); the unused value branch is zero."""
-    return [np.array([kernel], np.float32), np.array(bias, np.float32), np.zeros((1, 1), np.float32), np.zeros(1, np.float32)]
+    return [
+        np.array([kernel], np.float32),
+        np.array(bias, np.float32),
+        np.zeros((1, 1), np.float32),
+        np.zeros(1, np.float32),
+    ]
 
 
 def sac_model():
@@ -65,8 +81,8 @@ def test_sac_loss_by_hand():
 
 
 def test_squashed_gaussian_log_prob_by_hand():
-    from relayrl import distributions
-    from relayrl.tf_distributions import squashed_gaussian_sample
+    from relayrl.models import distributions
+    from relayrl.models.tf_distributions import squashed_gaussian_sample
 
     dist_inputs = np.array([[0.5, np.log(2.0)]], np.float32)  # mean 0.5, std 2
     noise = np.array([[0.25]], np.float32)
@@ -77,17 +93,25 @@ def test_squashed_gaussian_log_prob_by_hand():
     assert float(a[0, 0]) == pytest.approx(0.7615942, abs=1e-6)
     assert float(logp[0]) == pytest.approx(-0.7757741, abs=1e-5)
     # the worker's numpy sampler draws the same action from the same noise
-    np.testing.assert_allclose(distributions.sample("squashed_gaussian", (1,), dist_inputs, None, noise), a.numpy(), atol=1e-6)
+    np.testing.assert_allclose(
+        distributions.sample("squashed_gaussian", (1,), dist_inputs, None, noise), a.numpy(), atol=1e-6
+    )
     # far in the tail the stable form stays finite: u = 20 -> log(1 - tanh^2) = 2 (ln 2 - 20 - softplus(-40)) = -38.6137
     _, logp = squashed_gaussian_sample(tf.constant([[20.0, 0.0]]), tf.constant([[0.0]]))
     assert float(logp[0]) == pytest.approx(-HALF_LOG_2PI + 2 * (20 - np.log(2.0)), abs=1e-3)
 
 
 def td3_model(policy_delay=2):
-    config = TD3Config().training(model=TINY, critic_hiddens=[1], policy_delay=policy_delay, tau=0.5).debugging(seed=0)
+    config = (
+        TD3Config()
+        .training(model=TINY, critic_hiddens=[1], policy_delay=policy_delay, tau=0.5)
+        .debugging(seed=0)
+    )
     spec = networks.spec_from_spaces(OBS, ACT, config.model, head="deterministic")
     model = TD3Model(spec, config)
-    model.set_weights(actor_weights([0.0], [np.arctanh(0.5)]))  # online actor: tanh(atanh 0.5) = 0.5 everywhere
+    model.set_weights(
+        actor_weights([0.0], [np.arctanh(0.5)])
+    )  # online actor: tanh(atanh 0.5) = 0.5 everywhere
     model.target_actor.set_weights(actor_weights([0.0], [0.0]))  # target actor: tanh(0) = 0
     set_critics(model.critics, (1.0, 1.0), (2.0, 1.0))  # Q1 = s + a, Q2 = 2s + a
     set_critics(model.target_critics, (1.0, 1.0), (0.5, 1.0))  # Q1' = s + a, Q2' = 0.5s + a
@@ -120,19 +144,34 @@ def test_td3_targets_follow_only_on_delayed_steps():
 
 def pendulum_learner(algo, config):
     env = gym.make("Pendulum-v1")
-    spec = networks.spec_from_spaces(env.observation_space, env.action_space, config.model, head=algo.continuous_head)
+    spec = networks.spec_from_spaces(
+        env.observation_space, env.action_space, config.model, head=algo.continuous_head
+    )
     learner = algo.build_learner(spec, config)
     learner.set_weights(networks.init_weights(spec, np.random.default_rng(0)))
     rng = np.random.default_rng(1)
-    batch = {"obs": rng.normal(size=(64, 3)).astype(np.float32), "actions": rng.uniform(-1, 1, (64, 1)).astype(np.float32),
-             "rewards": rng.normal(size=64).astype(np.float32), "next_obs": rng.normal(size=(64, 3)).astype(np.float32),
-             "discounts": np.full(64, 0.99, np.float32), "weights": np.ones(64, np.float32)}
+    batch = {
+        "obs": rng.normal(size=(64, 3)).astype(np.float32),
+        "actions": rng.uniform(-1, 1, (64, 1)).astype(np.float32),
+        "rewards": rng.normal(size=64).astype(np.float32),
+        "next_obs": rng.normal(size=(64, 3)).astype(np.float32),
+        "discounts": np.full(64, 0.99, np.float32),
+        "weights": np.ones(64, np.float32),
+    }
     return learner, batch, lambda k: np.arange(16 * k).reshape(k, 16) % 64
 
 
 def test_td3_learner_delays_the_actor():
-    config = TD3Config().training(model={"fcnet_hiddens": [8], "fcnet_activation": "relu"}, critic_hiddens=[8],
-                                  train_batch_size=16, policy_delay=2).debugging(seed=0)
+    config = (
+        TD3Config()
+        .training(
+            model={"fcnet_hiddens": [8], "fcnet_activation": "relu"},
+            critic_hiddens=[8],
+            train_batch_size=16,
+            policy_delay=2,
+        )
+        .debugging(seed=0)
+    )
     learner, batch, idx = pendulum_learner(TD3, config)
     actor0, critic0 = learner.get_weights(), [v.numpy() for v in learner.model.critics.ordered_variables]
     learner.update(batch, idx(1))  # step 1: critics only
@@ -140,13 +179,26 @@ def test_td3_learner_delays_the_actor():
     assert not np.array_equal(critic0[0], learner.model.critics.ordered_variables[0].numpy())
     learner.update(batch, idx(3))  # steps 2, 3, 4: the actor steps on 2 and 4
     assert not np.array_equal(actor0[0], learner.get_weights()[0])
-    assert int(learner.optimizers["critic"].step.numpy()) == 4 and int(learner.optimizers["actor"].step.numpy()) == 2
+    assert (
+        int(learner.optimizers["critic"].step.numpy()) == 4
+        and int(learner.optimizers["actor"].step.numpy()) == 2
+    )
 
 
 def test_sac_learner_groups_follow_their_own_loss():
     # critic lr 0: the actor's loss runs through the critics but must not move them
-    config = SACConfig().training(model={"fcnet_hiddens": [8], "fcnet_activation": "relu"}, critic_hiddens=[8],
-                                  train_batch_size=16, lr=1e-12, actor_lr=1e-2, alpha_lr=1e-2).debugging(seed=0)
+    config = (
+        SACConfig()
+        .training(
+            model={"fcnet_hiddens": [8], "fcnet_activation": "relu"},
+            critic_hiddens=[8],
+            train_batch_size=16,
+            lr=1e-12,
+            actor_lr=1e-2,
+            alpha_lr=1e-2,
+        )
+        .debugging(seed=0)
+    )
     learner, batch, idx = pendulum_learner(SAC, config)
     learner.set_lr(0.0)  # all groups to 0, then the actor and alpha back on
     learner.optimizers["actor"].lr.assign(1e-2)
@@ -164,12 +216,17 @@ def test_td3_noise_spread_across_workers():
     sigmas = [worker_explore(explore, i)["sigma"] for i in (1, 2, 3)]  # 0.1 * 4^(i / 2) for i = 0, 1, 2
     np.testing.assert_allclose(sigmas, [0.1, 0.2, 0.4])
     assert worker_explore({"sigma": 0.1}, 2) == {"sigma": 0.1}
-    assert TD3Config().rollouts(num_rollout_workers=3).training(exploration_noise_max=0.4).exploration_noise == 0.1
+    assert (
+        TD3Config().rollouts(num_rollout_workers=3).training(exploration_noise_max=0.4).exploration_noise
+        == 0.1
+    )
 
 
 @pytest.mark.parametrize("algo, config", [(SAC, SACConfig), (TD3, TD3Config)])
 def test_discrete_actions_are_refused_with_a_hint(algo, config):
-    with pytest.raises(ValueError, match=f"{algo.name} does not support the action space Discrete.*use dqn or ppo"):
+    with pytest.raises(
+        ValueError, match=f"{algo.name} does not support the action space Discrete.*use dqn or ppo"
+    ):
         algo.check_env(config().environment("CartPole-v1"))
 
 
@@ -184,18 +241,26 @@ def test_configs_import_without_tensorflow():
     import subprocess
     import sys
 
-    code = ("import sys; from relayrl import SACConfig, TD3Config; "
-            "[c().environment('Pendulum-v1').validate() for c in (SACConfig, TD3Config)]; "
-            "print('tensorflow' in sys.modules)")
+    code = (
+        "import sys; from relayrl import SACConfig, TD3Config; "
+        "[c().environment('Pendulum-v1').validate() for c in (SACConfig, TD3Config)]; "
+        "print('tensorflow' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.strip() == "False", out.stderr[-2000:]
 
 
 @pytest.mark.parametrize("config_cls", [SACConfig, TD3Config], ids=["sac", "td3"])
 def test_exported_value_is_the_critics_minimum_at_the_served_action(config_cls, tmp_path):
-    from relayrl.export import load_policy
+    from relayrl.persistence.export import load_policy
 
-    algo = config_cls().environment("Pendulum-v1").training(model=TINY, critic_hiddens=[1]).debugging(seed=0).build()
+    algo = (
+        config_cls()
+        .environment("Pendulum-v1")
+        .training(model=TINY, critic_hiddens=[1])
+        .debugging(seed=0)
+        .build()
+    )
     try:
         width = 2 if config_cls is SACConfig else 1  # SAC's head: [mean, log_std]; TD3's: the action
         kernel, bias = np.zeros((3, width), np.float32), np.zeros(width, np.float32)
@@ -204,8 +269,14 @@ def test_exported_value_is_the_critics_minimum_at_the_served_action(config_cls, 
         # Q1 = relu(obs[0] + 2 a), Q2 = relu(2 obs[0] + a): one hidden unit, output weight 1, zero biases
         first = np.zeros((2, 4, 1), np.float32)
         first[0, 0, 0], first[0, 3, 0], first[1, 0, 0], first[1, 3, 0] = 1.0, 2.0, 2.0, 1.0
-        algo.learner.model.critics.set_weights([first, np.zeros((2, 1, 1), np.float32), np.ones((2, 1, 1), np.float32),
-                                                np.zeros((2, 1, 1), np.float32)])
+        algo.learner.model.critics.set_weights(
+            [
+                first,
+                np.zeros((2, 1, 1), np.float32),
+                np.ones((2, 1, 1), np.float32),
+                np.zeros((2, 1, 1), np.float32),
+            ]
+        )
         act, value = load_policy(algo.export_policy(str(tmp_path / "policy")))
     finally:
         algo.stop()

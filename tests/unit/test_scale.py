@@ -1,5 +1,6 @@
 """The knee rule of `relayrl scale` on hand-made measurements."""
-from relayrl.scale import add_ratios, recommend
+
+from relayrl.cli.scale import add_ratios, recommend
 
 
 def rows(*pairs):

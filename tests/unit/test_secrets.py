@@ -1,17 +1,29 @@
 """Secrets (config.SECRET_FIELDS: the Redis password) never appear in what the CLI prints:
 `--print-config` shows `***` in its `# --set:` line and null in its body; a refused value is not echoed."""
+
 import pytest
 import yaml
 
-from relayrl import DQNConfig, cli
-from relayrl.print_config import mask_set_item
+from relayrl import DQNConfig
+from relayrl.cli import app as cli
+from relayrl.cli.print_config import mask_set_item
 
 SECRET = "hunter2-s3cr3t"
 
 
 def test_print_config_masks_the_password_given_with_set(capsys):
-    argv = ["train", "dqn", "CartPole-v1", "--set", "replay_backend=redis",
-            "--set", f"redis_password={SECRET}", "--set", "lr=0.0005", "--print-config"]
+    argv = [
+        "train",
+        "dqn",
+        "CartPole-v1",
+        "--set",
+        "replay_backend=redis",
+        "--set",
+        f"redis_password={SECRET}",
+        "--set",
+        "lr=0.0005",
+        "--print-config",
+    ]
     assert cli.main(argv) == 0
     captured = capsys.readouterr()
     assert SECRET not in captured.out + captured.err
@@ -32,8 +44,9 @@ def test_a_refused_password_value_is_not_echoed(capsys):
     argv = ["train", "dqn", "CartPole-v1", "--set", "redis_password=123456789", "--print-config"]
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["relayrl: error: DQNConfig.redis_password = *** is invalid: "
-                   "allowed: a non-empty string, or null"]
+    assert err == [
+        "relayrl: error: DQNConfig.redis_password = *** is invalid: allowed: a non-empty string, or null"
+    ]
     with pytest.raises(ValueError, match=r"DQNConfig.redis_password = \*\*\* is invalid") as caught:
         DQNConfig().training(redis_password=["a", SECRET])
     assert SECRET not in str(caught.value)

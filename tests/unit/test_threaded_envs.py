@@ -1,16 +1,17 @@
 """ThreadedVectorEnv: the same results as gymnasium's SyncVectorEnv (NEXT_STEP autoreset included),
 with every sub-env's step truly in flight at the same time."""
+
 import threading
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
-from relayrl import networks
-from relayrl.config import DEFAULT_MODEL, Config
-from relayrl.envs import make_vector_env
-from relayrl.rollout import RolloutWorker, SamplerSettings
-from relayrl.threaded_envs import ThreadedVectorEnv
+from relayrl.core.config import DEFAULT_MODEL, Config
+from relayrl.envs.make import make_vector_env
+from relayrl.envs.threaded import ThreadedVectorEnv
+from relayrl.models import networks
+from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
 from tests.fakes import CountdownEnv
 
 
@@ -19,7 +20,9 @@ def test_matches_sync_vector_env_across_autoresets():
     sync, threaded = gym.vector.SyncVectorEnv(fns), ThreadedVectorEnv(fns, num_threads=3)
     for a, b in zip(sync.reset(seed=1), threaded.reset(seed=1)):
         np.testing.assert_equal(a, b)
-    for _ in range(9):  # crosses terminations (envs 0, 1), a truncation (env 2) and the reset steps after them
+    for _ in range(
+        9
+    ):  # crosses terminations (envs 0, 1), a truncation (env 2) and the reset steps after them
         actions = np.array([0, 1, 0])
         for a, b in zip(sync.step(actions), threaded.step(actions)):
             np.testing.assert_equal(a, b)
@@ -53,12 +56,21 @@ def test_all_envs_are_in_flight_together():
 
 
 def test_rollout_worker_fragments_are_identical_with_threads():
-    spec = networks.spec_from_spaces(CountdownEnv().observation_space, CountdownEnv().action_space, DEFAULT_MODEL)
+    spec = networks.spec_from_spaces(
+        CountdownEnv().observation_space, CountdownEnv().action_space, DEFAULT_MODEL
+    )
     weights = networks.init_weights(spec, np.random.default_rng(0))
     fragments = []
     for threads in (0, 4):
-        settings = SamplerSettings(env=CountdownEnv, env_config={"terminate_at": 5}, num_envs=4, fragment_length=12,
-                                   spec=spec, seed=3, num_env_threads=threads)
+        settings = SamplerSettings(
+            env=CountdownEnv,
+            env_config={"terminate_at": 5},
+            num_envs=4,
+            fragment_length=12,
+            spec=spec,
+            seed=3,
+            num_env_threads=threads,
+        )
         worker = RolloutWorker(settings)
         worker.set_weights(weights, 0)
         fragments.append(worker.sample())

@@ -6,6 +6,7 @@ exception: that would be a 500 (or worse) on the server.
 Request bodies are built as JSON *text* and parsed by wire.parse_body, as the server does, so the
 tokens Python's json module is lenient about (NaN, Infinity, 1e400, a 5,000-digit integer) take the
 real path."""
+
 import json
 import math
 
@@ -15,31 +16,52 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relayrl import networks
-from relayrl.config import DEFAULT_MODEL
+from relayrl.core.config import DEFAULT_MODEL
+from relayrl.models import networks
 from relayrl.policy_server import wire
 from relayrl.policy_server.wire import F32_MAX, RequestError, SpaceCodec
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-EXTREME_NUMBERS = ["9" * 5000, "-" + "9" * 5000, "1" + "0" * 400, "1e400", "-1e400", "NaN", "Infinity",
-                   "-Infinity", "1e39", "-1e39", "3.4028234663852886e38", "3.4028236e38",
-                   "1e-400", "-0", "0.0", "1e308",
-                   "340282366920938463463374607431768211456", "18446744073709551616", "-9223372036854775809"]
+EXTREME_NUMBERS = [
+    "9" * 5000,
+    "-" + "9" * 5000,
+    "1" + "0" * 400,
+    "1e400",
+    "-1e400",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1e39",
+    "-1e39",
+    "3.4028234663852886e38",
+    "3.4028236e38",
+    "1e-400",
+    "-0",
+    "0.0",
+    "1e308",
+    "340282366920938463463374607431768211456",
+    "18446744073709551616",
+    "-9223372036854775809",
+]
 number_text = st.one_of(
-    st.integers(-(2 ** 70), 2 ** 70).map(str),
+    st.integers(-(2**70), 2**70).map(str),
     st.floats(allow_nan=False, allow_infinity=False).map(repr),
     st.sampled_from(EXTREME_NUMBERS),
 )
-leaf_text = st.one_of(number_text, st.sampled_from(["true", "false", "null"]),
-                      st.text(max_size=6).map(json.dumps))
+leaf_text = st.one_of(
+    number_text, st.sampled_from(["true", "false", "null"]), st.text(max_size=6).map(json.dumps)
+)
 json_text = st.recursive(
     leaf_text,
     lambda inner: st.one_of(
         st.lists(inner, max_size=5).map(lambda items: "[" + ", ".join(items) + "]"),
         st.dictionaries(st.text(max_size=4), inner, max_size=3).map(
-            lambda d: "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in d.items()) + "}")),
-    max_leaves=30)
+            lambda d: "{" + ", ".join(f"{json.dumps(k)}: {v}" for k, v in d.items()) + "}"
+        ),
+    ),
+    max_leaves=30,
+)
 
 
 def nested_text(shape: tuple, leaf: st.SearchStrategy) -> st.SearchStrategy:
@@ -47,7 +69,8 @@ def nested_text(shape: tuple, leaf: st.SearchStrategy) -> st.SearchStrategy:
     if not shape:
         return leaf
     return st.lists(nested_text(shape[1:], leaf), min_size=shape[0], max_size=shape[0]).map(
-        lambda items: "[" + ", ".join(items) + "]")
+        lambda items: "[" + ", ".join(items) + "]"
+    )
 
 
 def codec_for(obs_space: gym.Space, action_space: gym.Space, **model) -> SpaceCodec:
@@ -59,8 +82,11 @@ SPACES = {
     "box-f32": (gym.spaces.Box(-np.inf, np.inf, (4,), np.float32), gym.spaces.Discrete(2), {}),
     "box-f64-2d": (gym.spaces.Box(-1.0, 1.0, (2, 3), np.float64), gym.spaces.MultiDiscrete([3, 4]), {}),
     "box-int": (gym.spaces.Box(0, 10, (3,), np.int64), gym.spaces.Box(-1.0, 1.0, (2,), np.float32), {}),
-    "image-u8": (gym.spaces.Box(0, 255, (6, 6, 2), np.uint8), gym.spaces.Discrete(3),
-                 {"conv_filters": [[4, 3, 1]], "fcnet_hiddens": [8]}),
+    "image-u8": (
+        gym.spaces.Box(0, 255, (6, 6, 2), np.uint8),
+        gym.spaces.Discrete(3),
+        {"conv_filters": [[4, 3, 1]], "fcnet_hiddens": [8]},
+    ),
     "discrete": (gym.spaces.Discrete(5, start=-2), gym.spaces.MultiDiscrete([2, 2, 2]), {}),
 }
 CODECS = {name: codec_for(obs, act, **model) for name, (obs, act, model) in SPACES.items()}
@@ -88,8 +114,9 @@ def check_observation(codec: SpaceCodec, text: str) -> None:
         assert row.shape == space.shape and row.dtype == np.uint8
     else:
         assert row.shape == (int(np.prod(space.shape)),) and row.dtype == np.float32
-    np.testing.assert_array_equal(row.astype(np.float64), meant.astype(np.float32).reshape(-1 if row.ndim == 1
-                                                                                            else space.shape))
+    np.testing.assert_array_equal(
+        row.astype(np.float64), meant.astype(np.float32).reshape(-1 if row.ndim == 1 else space.shape)
+    )
     if np.issubdtype(space.dtype, np.integer):
         assert (space.low <= meant).all() and (meant <= space.high).all()
 
@@ -112,7 +139,7 @@ def nest(leaves: list, shape: tuple) -> str:
     if len(shape) <= 1:
         return "[" + ", ".join(leaves) + "]" if shape else leaves[0]
     step = len(leaves) // shape[0]
-    return "[" + ", ".join(nest(leaves[i * step:(i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"
+    return "[" + ", ".join(nest(leaves[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])) + "]"
 
 
 @pytest.mark.parametrize("name", [n for n in CODECS if n != "discrete"])
@@ -157,8 +184,11 @@ def test_the_issue_s_observations_are_refused_by_position():
 def test_reward_episode_id_and_flags_are_valid_or_a_4xx(text):
     value = observation_of(text)
     body = {"episode_id": value, "truncated": value}
-    for validate in (lambda: wire.reward(value), lambda: wire.episode_id(body),
-                     lambda: wire.flag(body, "truncated")):
+    for validate in (
+        lambda: wire.reward(value),
+        lambda: wire.episode_id(body),
+        lambda: wire.flag(body, "truncated"),
+    ):
         try:
             got = validate()
         except RequestError as exc:

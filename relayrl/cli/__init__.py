@@ -1,0 +1,1 @@
+"""The command line: `relayrl train | scale | serve | export | evaluate | plot | tune`."""

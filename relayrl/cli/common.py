@@ -1,0 +1,226 @@
+"""What every `relayrl` command shares: exit codes, one-line errors, flag types, --set parsing, the config
+built from the command line (defaults < tuned file < --config < --set < flags) and the stop rules."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import math
+import os
+import sys
+import time
+from typing import Any
+
+EXIT_BAD_INPUT = 2
+
+
+EXIT_FAILED = 1
+
+
+def add_run_args(p: argparse.ArgumentParser) -> None:
+    """Arguments every command that builds an algorithm takes."""
+    p.add_argument("algo", help="algorithm name, e.g. ppo")
+    p.add_argument("env", help="gymnasium env id, e.g. CartPole-v1")
+    p.add_argument("--envs-per-worker", type=int_at_least(1), default=None)
+    p.add_argument("--seed", type=int_at_least(0), default=None)
+    p.add_argument("--config", default=None, help="YAML file of config fields")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one config field (YAML value)",
+    )
+    p.add_argument("--address", default=None, help="Ray cluster address to join ('auto')")
+
+
+def add_stop_args(p: argparse.ArgumentParser) -> None:
+    """--stop-reward / --stop-timesteps / --stop-iters / --stop-time (train and serve)."""
+    p.add_argument("--stop-reward", type=finite_float, default=None, help="stop at this episode_reward_mean")
+    p.add_argument(
+        "--stop-timesteps", type=int_at_least(1), default=None, help="stop after this many env steps"
+    )
+    p.add_argument("--stop-iters", type=int_at_least(1), default=None, help="stop after this many iterations")
+    p.add_argument(
+        "--stop-time", type=positive_float, default=None, help="stop after this many seconds of training"
+    )
+
+
+# Flags are bounded like config fields: past this an integer flag is a typo, not a plan.
+MAX_INT_FLAG = 2**53
+
+
+def int_at_least(low: int):
+    """argparse type: an integer in [low, 2**53]; the error names what is allowed (argparse adds the flag)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = None
+        if value is None or not low <= value <= MAX_INT_FLAG:
+            raise argparse.ArgumentTypeError(f"{text!r} is invalid: allowed: an integer >= {low}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: allowed: a finite number")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = finite_float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: allowed: a number > 0")
+    return value
+
+
+def fail(code: int, message: str) -> int:
+    print(f"relayrl: error: {message}", file=sys.stderr)
+    return code
+
+
+DICT_FIELDS = ("model", "env_config")  # mappings: `--set FIELD.KEY=VALUE` sets one key
+
+
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """['lr=1e-3', 'model.fcnet_hiddens=[32,32]'] -> {'lr': 0.001, 'model': {'fcnet_hiddens': [32, 32]}}.
+    A mapping field given whole (`--set model={...}`) is merged key by key like its dotted form."""
+    import yaml
+
+    from relayrl.cli.print_config import mask_set_item
+    from relayrl.core import yaml_io
+
+    out: dict[str, Any] = {}
+    for item in items:
+        shown = mask_set_item(item)  # what the messages below may echo: never a secret
+        key, sep, raw = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"invalid --set {shown!r}: expected KEY=VALUE, e.g. --set lr=0.001")
+        try:
+            value = yaml_io.load(raw)
+        except yaml.YAMLError as exc:
+            raise ValueError(
+                f"invalid --set {shown!r}: value is not valid YAML ({getattr(exc, 'problem', None) or exc})"
+            ) from None
+        name, dot, sub = key.partition(".")
+        if dot and (name not in DICT_FIELDS or not sub):
+            raise ValueError(
+                f"invalid --set {shown!r}: only {' and '.join(DICT_FIELDS)} take a dotted key "
+                f"(e.g. --set model.fcnet_hiddens=[32,32])"
+            )
+        if name in DICT_FIELDS:
+            if not dot and not isinstance(value, dict):
+                raise ValueError(
+                    f"invalid --set {shown!r}: {name} is a mapping: set one key with "
+                    f"--set {name}.KEY=VALUE, or give a mapping such as {name}={{key: value}}"
+                )
+            out.setdefault(name, {}).update({sub: value} if dot else value)
+        else:
+            out[name] = value
+    return out
+
+
+def config_from_args(args: argparse.Namespace):
+    from relayrl.algorithms import REGISTRY, algorithm_class, config_class
+    from relayrl.core import tuned
+    from relayrl.envs.make import check_env_id
+
+    if args.algo not in REGISTRY:
+        close = difflib.get_close_matches(args.algo, list(REGISTRY), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"unknown algorithm {args.algo!r}{hint}; allowed: {', '.join(sorted(REGISTRY))}")
+    check_env_id(args.env)
+    overrides = parse_set(args.set)
+    file_fields: dict = {}
+    if args.config:
+        import yaml
+
+        from relayrl.core import yaml_io
+
+        try:
+            with open(args.config) as fh:
+                file_fields = yaml_io.load(fh) or {}
+        except OSError as exc:
+            raise ValueError(f"--config {args.config}: cannot read it ({exc.strerror or exc})") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" (line {mark.line + 1})" if mark is not None else ""
+            raise ValueError(
+                f"--config {args.config} is not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"
+            ) from None
+        if not isinstance(file_fields, dict):
+            raise ValueError(f"--config {args.config}: expected a mapping of field: value")
+    config = config_class(args.algo)()  # imports TensorFlow
+    config.environment(args.env)
+    tuned_fields, tuned_path = tuned.load(args.algo, args.env)
+    if tuned_fields:
+        config.update_from_dict(tuned_fields)
+        args.tuned_path = tuned_path
+    config.update_from_dict(file_fields)
+    for name in DICT_FIELDS:  # merged into what the tuned file and --config set
+        if name in overrides:
+            config.update_from_dict({name: {**getattr(config, name), **overrides.pop(name)}})
+    config.update_from_dict(overrides)
+    flags = {"num_envs_per_worker": args.envs_per_worker, "seed": args.seed, "address": args.address}
+    if args.command == "train":
+        flags.update(
+            num_rollout_workers=args.workers,
+            dashboard=True if args.dashboard else None,
+            eager=True if args.eager else None,
+        )
+        config.reporting(log_dir=args.logdir or default_logdir(args.algo, args.env))
+    config.update_from_dict({k: v for k, v in flags.items() if v is not None})
+    config.validate()
+    algorithm_class(args.algo).check_env(config)
+    return config
+
+
+def run_name(algo: str, env: str) -> str:
+    return f"{algo}_{env.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}_{os.getpid()}"
+
+
+def default_logdir(algo: str, env: str) -> str:
+    return os.path.join(os.path.expanduser("~"), "relayrl_results", run_name(algo, env))
+
+
+def stop_rules(args: argparse.Namespace) -> dict[str, float]:
+    rules = {
+        "reward": args.stop_reward,
+        "timesteps": args.stop_timesteps,
+        "iters": args.stop_iters,
+        "time": args.stop_time,
+    }
+    rules = {k: v for k, v in rules.items() if v is not None}
+    if not rules:  # nothing asked: the env's own "solved" threshold, within a million steps
+        import gymnasium as gym
+
+        threshold = gym.spec(args.env).reward_threshold
+        rules = {"timesteps": 1_000_000}
+        if threshold is not None:
+            rules["reward"] = float(threshold)
+    return rules
+
+
+def should_stop(rules: dict[str, float], result: dict[str, Any]) -> bool:
+    reward = result["episode_reward_mean"]
+    return (
+        ("reward" in rules and not math.isnan(reward) and reward >= rules["reward"])
+        or ("timesteps" in rules and result["timesteps_total"] >= rules["timesteps"])
+        or ("iters" in rules and result["training_iteration"] >= rules["iters"])
+        or ("time" in rules and result["time_total_s"] >= rules["time"])
+    )
+
+
+def jsonable(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,216 @@
+"""`relayrl train ALGO ENV ...`: train until a stop rule holds, with progress, checkpoints and a final summary."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import tempfile
+import time
+
+import psutil
+
+from relayrl.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_FAILED,
+    add_run_args,
+    add_stop_args,
+    config_from_args,
+    fail,
+    int_at_least,
+    jsonable,
+    should_stop,
+    stop_rules,
+)
+
+
+def register(sub) -> None:
+    t = sub.add_parser("train", help="train an agent")
+    add_run_args(t)
+    t.add_argument(
+        "--workers",
+        type=int_at_least(0),
+        default=None,
+        help="Ray rollout workers (0 = sample in this process)",
+    )
+    add_stop_args(t)
+    t.add_argument(
+        "--logdir", default=None, help="TensorBoard directory (default ~/relayrl_results/ALGO_ENV_TIME)"
+    )
+    t.add_argument(
+        "--dashboard", action="store_true", help="start the Ray dashboard on 127.0.0.1 (needs --workers >= 1)"
+    )
+    t.add_argument(
+        "--json", action="store_true", help="last stdout line: the final result as one JSON object"
+    )
+    t.add_argument("--quiet", action="store_true", help="no progress lines")
+    t.add_argument(
+        "--eager",
+        action="store_true",
+        help="debugging: run the learner's update eagerly (breakpoints in a loss see values; slow)",
+    )
+    t.add_argument(
+        "--checkpoint-every",
+        type=int_at_least(0),
+        default=0,
+        metavar="N",
+        help="checkpoint every N iterations (0 = off)",
+    )
+    t.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when training stops")
+    t.add_argument(
+        "--keep-checkpoints",
+        type=int_at_least(1),
+        default=3,
+        metavar="K",
+        help="keep the newest K checkpoints",
+    )
+    t.add_argument(
+        "--resume",
+        default=None,
+        metavar="DIR|auto",
+        help="continue from a checkpoint directory, or 'auto': the newest complete one under --logdir",
+    )
+    t.add_argument(
+        "--print-config",
+        action="store_true",
+        help="print the resolved config (defaults + tuned file + --config + --set) as YAML and exit",
+    )
+    t.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    process_start = psutil.Process().create_time()
+    try:
+        config = config_from_args(args)
+    except (ValueError, OSError) as exc:
+        return fail(EXIT_BAD_INPUT, str(exc))
+    if args.print_config:
+        from relayrl.cli.print_config import render
+
+        print(render(args, config), end="")
+        return 0
+    new_log_dir = not os.path.exists(config.log_dir)
+    try:  # refuse a missing or bad checkpoint and an unwritable log dir before anything starts
+        if args.resume not in (None, "auto"):
+            from relayrl.persistence import checkpoint
+
+            checkpoint.verify(args.resume, algo=args.algo)
+        make_log_dir(config.log_dir)
+    except ValueError as exc:
+        return fail(EXIT_BAD_INPUT, str(exc))
+    code = train(args, config, process_start)
+    if (
+        code == EXIT_BAD_INPUT and new_log_dir
+    ):  # refused after the build (e.g. a bad learner file): leave no trace
+        shutil.rmtree(config.log_dir, ignore_errors=True)
+    return code
+
+
+def make_log_dir(path: str) -> None:
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise ValueError(
+            f"--logdir {path}: cannot write there ({exc.strerror or exc}); allowed: a directory "
+            f"this user can create and write"
+        ) from None
+
+
+def train(args: argparse.Namespace, config, process_start: float) -> int:
+    from relayrl.cli.progress import Progress
+    from relayrl.core.metrics import diagnose
+    from relayrl.replay.redis_replay import ReplayUnavailableError
+    from relayrl.sampling.rollout import EnvError, WorkerFailedError
+
+    rules = stop_rules(args)
+    progress = Progress(enabled=not args.quiet, log_dir=config.log_dir)
+    if getattr(args, "tuned_path", None):
+        progress.note(f"tuned defaults from {args.tuned_path}")
+    from relayrl.persistence import checkpoint
+
+    ckpt_dir = os.path.join(config.log_dir, "checkpoints")
+    resume = args.resume
+    if resume == "auto":
+        resume = checkpoint.latest(ckpt_dir)
+        progress.note(
+            f"resuming from {resume}"
+            if resume
+            else f"--resume auto: no checkpoint under {ckpt_dir}, starting fresh"
+        )
+    try:
+        if resume:  # refuse a bad checkpoint, or another algorithm's, before anything starts
+            checkpoint.verify(resume, algo=config.algo_name)
+        algo = config.build()
+    except ValueError as exc:
+        return fail(EXIT_BAD_INPUT, str(exc))
+    if resume:
+        try:
+            algo.restore(resume)
+        except ValueError as exc:
+            algo.stop()
+            return fail(EXIT_BAD_INPUT, str(exc))
+    if algo.dashboard_url:
+        progress.note(f"Ray dashboard: {algo.dashboard_url} (token auth: see ~/.ray/auth_token)")
+    elif config.dashboard:
+        progress.note("no Ray dashboard: it needs --workers >= 1 and a Ray started by relayrl")
+    if "time" in rules:  # train() ends in time even if a service it waits on hangs
+        algo.set_deadline(time.monotonic() + rules["time"] - algo.time_total_s)
+    time_to_solve, result = None, None
+    phase_totals = dict.fromkeys(("sample", "learn", "sync", "wait", "all"), 0.0)
+    try:
+        while True:
+            result = algo.train()
+            for phase in phase_totals:
+                phase_totals[phase] += (
+                    result["time_this_iter_s"] if phase == "all" else result[f"timers/{phase}_s"]
+                )
+            if (
+                time_to_solve is None
+                and "reward" in rules
+                and result["episode_reward_mean"] >= rules["reward"]
+            ):
+                time_to_solve = time.time() - process_start
+            progress.update(result)
+            stop = should_stop(rules, result)
+            if (args.checkpoint_every and result["training_iteration"] % args.checkpoint_every == 0) or (
+                stop and args.checkpoint_at_end
+            ):
+                checkpoint_now(algo, ckpt_dir, args.keep_checkpoints, progress)
+            if stop:
+                break
+    except KeyboardInterrupt:
+        progress.note("interrupted")
+    except (FloatingPointError, EnvError, WorkerFailedError, ReplayUnavailableError) as exc:
+        algo.stop()
+        return fail(EXIT_FAILED, f"{type(exc).__name__}: {exc}")
+    algo.stop()
+    if result is None:
+        return 130  # interrupted before the first iteration ended
+    final = dict(result)
+    shares = {k: v / max(phase_totals["all"], 1e-9) for k, v in phase_totals.items() if k != "all"}
+    final.update(
+        {
+            "solved": time_to_solve is not None,
+            "time_to_solve_s": time_to_solve,
+            "wall_time_s": time.time() - process_start,
+            "log_dir": config.log_dir,
+            **{f"run/{k}_frac": v for k, v in shares.items()},
+            "diagnosis": diagnose(shares),
+        }
+    )
+    progress.summary(final)
+    if args.json:
+        print(json.dumps({k: jsonable(v) for k, v in final.items()}))
+    return 0
+
+
+def checkpoint_now(algo, ckpt_dir: str, keep: int, progress) -> None:
+    from relayrl.persistence import checkpoint
+
+    os.makedirs(ckpt_dir, exist_ok=True)
+    path = algo.save(os.path.join(ckpt_dir, f"ckpt-{algo.iteration:07d}"))
+    checkpoint.prune(ckpt_dir, keep)
+    progress.note(f"checkpoint {path}")

@@ -1,0 +1,1 @@
+"""Environments: gymnasium env construction, vectorised and threaded envs, text spaces."""

@@ -1,0 +1,1 @@
+"""Integrations with other tools: Ray Tune trainables and search spaces."""

@@ -1,0 +1,140 @@
+"""Keras actor-critic built from a `ModelSpec`.
+
+The variable order equals the numpy weights layout of networks.py, so `get_weights()` /
+`set_weights()` exchange plain lists of arrays with rollout workers and checkpoints.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from relayrl.models.networks import OBS_CLIP, ModelSpec
+from relayrl.models.tf_import import tf
+
+
+class ActorCritic(tf.Module):
+    """Policy (dist inputs) and value heads; call -> (dist_inputs [B, D], values [B])."""
+
+    def __init__(self, spec: ModelSpec, name: str = "actor_critic"):
+        super().__init__(name=name)
+        self.spec = spec
+        self.torso = [self._layer(layer, f"torso_{i}") for i, layer in enumerate(spec.torso)]
+        self.pi = [self._layer(layer, f"pi_{i}") for i, layer in enumerate(spec.pi)]
+        self.log_std = (
+            tf.Variable(tf.zeros(spec.action_nvec[0]), name="log_std")
+            if spec.action_kind == "gaussian"
+            else None
+        )
+        self.vf = [self._layer(layer, f"vf_{i}") for i, layer in enumerate(spec.vf)]
+        # running observation statistics: set by the driver, never trained (not in ordered_variables)
+        self.obs_norm = (
+            [
+                tf.Variable(tf.zeros(spec.obs_shape), trainable=False, name="obs_mean"),
+                tf.Variable(tf.ones(spec.obs_shape), trainable=False, name="obs_std"),
+            ]
+            if spec.obs_norm
+            else []
+        )
+        self._flatten_at = sum(1 for layer in spec.torso if layer.kind == "conv")
+        # Build every layer now so the variables exist (and can be set) before the first call.
+        self(tf.zeros((1,) + tuple(spec.obs_shape), tf.uint8 if spec.obs_kind == "image" else tf.float32))
+
+    @staticmethod
+    def _layer(layer, name: str) -> tf.keras.layers.Layer:
+        if layer.kind == "conv":
+            return tf.keras.layers.Conv2D(
+                layer.shape[-1], layer.shape[0], strides=layer.stride, activation=layer.activation, name=name
+            )
+        return tf.keras.layers.Dense(layer.shape[-1], activation=layer.activation, name=name)
+
+    def features(self, obs: tf.Tensor) -> tf.Tensor:
+        x = tf.cast(obs, tf.float32)
+        if self.spec.obs_kind == "image":
+            x = x / 255.0
+        if self.obs_norm:
+            x = tf.clip_by_value((x - self.obs_norm[0]) / self.obs_norm[1], -OBS_CLIP, OBS_CLIP)
+        for i, layer in enumerate(self.torso):
+            if i == self._flatten_at and self._flatten_at > 0:
+                x = tf.reshape(x, (tf.shape(x)[0], -1))
+            x = _apply(layer, x)
+        if self._flatten_at == len(self.torso) and self._flatten_at > 0:
+            x = tf.reshape(x, (tf.shape(x)[0], -1))
+        return x
+
+    def __call__(self, obs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        h = self.features(obs)
+        return self.head(obs, h), self.value(obs, h)
+
+    def head(self, obs: tf.Tensor, features: tf.Tensor | None = None) -> tf.Tensor:
+        """The policy branch alone: logits, means, or Q-values / advantages for DQN, [B, D]."""
+        x = self.features(obs) if features is None else features
+        for layer in self.pi:
+            x = _apply(layer, x)
+        return x
+
+    def value(self, obs: tf.Tensor, features: tf.Tensor | None = None) -> tf.Tensor:
+        v = self.features(obs) if features is None else features
+        for layer in self.vf:
+            v = _apply(layer, v)
+        return v[:, 0]
+
+    @property
+    def ordered_variables(self) -> list[tf.Variable]:
+        out: list[tf.Variable] = []
+        for layer in self.torso + self.pi:
+            out += [layer.kernel, layer.bias]
+        if self.log_std is not None:
+            out.append(self.log_std)
+        for layer in self.vf:
+            out += [layer.kernel, layer.bias]
+        return out
+
+    @property
+    def weight_variables(self) -> list[tf.Variable]:
+        """The weights list layout of networks.py: the trained variables, then the observation statistics."""
+        return self.ordered_variables + self.obs_norm
+
+    def get_weights(self) -> list[np.ndarray]:
+        return [v.numpy() for v in self.weight_variables]
+
+    def set_weights(self, weights: list[np.ndarray]) -> None:
+        variables = self.weight_variables
+        if len(weights) != len(variables):
+            raise ValueError(f"expected {len(variables)} weight arrays, got {len(weights)}")
+        for var, w in zip(variables, weights):
+            if tuple(var.shape) != tuple(np.shape(w)):
+                raise ValueError(f"weight {var.name}: expected shape {tuple(var.shape)}, got {np.shape(w)}")
+            var.assign(w)
+
+
+def _apply(layer: tf.keras.layers.Layer, x: tf.Tensor) -> tf.Tensor:
+    """Dense layers as matmul + bias + activation on the layer's own variables: the same maths as
+    Keras' Dense.__call__ without its Python dispatch, which doubles the trace time of the update."""
+    if isinstance(layer, tf.keras.layers.Dense) and layer.built:
+        return layer.activation(tf.matmul(x, layer.kernel) + layer.bias)
+    return layer(x)
+
+
+class TFForward:
+    """Same interface as networks.NumpyActorCritic, for networks numpy can't run (conv torsos):
+    one `tf.function` call per batched step."""
+
+    def __init__(self, spec: ModelSpec):
+        self.spec = spec
+        self.model = ActorCritic(spec)
+        dtype = tf.uint8 if spec.obs_kind == "image" else tf.float32
+        sig = [tf.TensorSpec((None,) + tuple(spec.obs_shape), dtype)]
+        self._pi = tf.function(lambda x: self.model(x)[0], input_signature=sig)
+        self._vf = tf.function(lambda x: self.model(x)[1], input_signature=sig)
+
+    def set_weights(self, weights: list[np.ndarray]) -> None:
+        self.model.set_weights(weights)
+
+    def dist_inputs(self, obs: np.ndarray) -> np.ndarray:
+        return self._pi(obs).numpy()
+
+    def value(self, obs: np.ndarray) -> np.ndarray:
+        return self._vf(obs).numpy()
+
+    def log_std(self) -> np.ndarray:
+        return self.model.log_std.numpy()

@@ -1,0 +1,1 @@
+"""Persistence and export: checkpoints, SavedModel and TFLite exports, TensorBoard, run records."""

@@ -1,0 +1,113 @@
+"""SavedModel export: observation -> deterministic action (`serving_default`) and -> value (`value`).
+
+The exported module carries the preprocessing (one-hot for Discrete observations; images are scaled inside
+the network) and the action post-processing (argmax; means clipped or tanh-rescaled to the Box bounds), so
+`tf.saved_model.load(dir).signatures["serving_default"](observation=obs)["action"]` needs nothing else:
+no relayrl, no gymnasium. The input signature rejects observations of the wrong shape or dtype.
+"""
+
+from __future__ import annotations
+
+import os
+
+import gymnasium as gym
+import numpy as np
+
+from relayrl.models.networks import ModelSpec
+from relayrl.models.tf_import import tf
+
+
+def _obs_signature(obs_space: gym.Space) -> tf.TensorSpec:
+    if isinstance(obs_space, gym.spaces.Discrete):
+        return tf.TensorSpec([None], tf.int64, name="observation")
+    return tf.TensorSpec([None, *obs_space.shape], tf.as_dtype(obs_space.dtype), name="observation")
+
+
+class ExportedPolicy(tf.Module):
+    def __init__(self, model, spec: ModelSpec, obs_space: gym.Space, action_space: gym.Space):
+        super().__init__(name="relayrl_policy")
+        self.model = model
+        self.spec = spec
+        self.n_obs = int(obs_space.n) if isinstance(obs_space, gym.spaces.Discrete) else None
+        bounds = isinstance(action_space, gym.spaces.Box)
+        self.low = tf.constant(action_space.low, tf.float32) if bounds else None
+        self.high = tf.constant(action_space.high, tf.float32) if bounds else None
+        sig = [_obs_signature(obs_space)]
+        # not named `serve`: TFLiteConverter.from_saved_model takes a module with a `serve` attribute for a
+        # Keras `model.export` artifact and then converts only one signature
+        self.action_fn = tf.function(self._action, input_signature=sig)
+        self.value_fn = tf.function(self._value, input_signature=sig)
+
+    def _inputs(self, observation):
+        if self.n_obs is not None:
+            return tf.one_hot(observation, self.n_obs, dtype=tf.float32)
+        if self.spec.obs_kind == "image":
+            return observation
+        return tf.reshape(tf.cast(observation, tf.float32), (tf.shape(observation)[0], -1))
+
+    def _action(self, observation):
+        dist = self.model.head(self._inputs(observation))
+        kind = self.spec.action_kind
+        if kind == "categorical":
+            action = tf.argmax(dist, axis=-1)
+        elif kind == "multi_categorical":
+            parts = tf.split(dist, list(self.spec.action_nvec), axis=-1)
+            action = tf.stack([tf.argmax(p, axis=-1) for p in parts], axis=-1)
+        elif kind == "gaussian":
+            action = tf.clip_by_value(dist, self.low, self.high)
+        else:  # tanh heads: squashed gaussian mean or deterministic output, rescaled to the bounds
+            mean = dist[:, : self.spec.action_nvec[0]]
+            action = self.low + (tf.tanh(mean) + 1.0) * 0.5 * (self.high - self.low)
+        return {"action": action}
+
+    def _value(self, observation):
+        return {"value": self.model.value(self._inputs(observation))}
+
+
+def export_saved_model(
+    model, spec: ModelSpec, obs_space: gym.Space, action_space: gym.Space, export_dir: str
+) -> str:
+    module = ExportedPolicy(model, spec, obs_space, action_space)
+    export_dir = os.path.abspath(export_dir)
+    tf.saved_model.save(
+        module, export_dir, signatures={"serving_default": module.action_fn, "value": module.value_fn}
+    )
+    return export_dir
+
+
+def load_policy(export_dir: str):
+    """(predict_action, predict_value) callables over numpy batches, from a SavedModel."""
+    loaded = tf.saved_model.load(export_dir)
+    serve, value = loaded.signatures["serving_default"], loaded.signatures["value"]
+    return (
+        lambda obs: serve(observation=tf.constant(obs))["action"].numpy(),
+        lambda obs: value(observation=tf.constant(obs))["value"].numpy(),
+    )
+
+
+def evaluate_saved_model(
+    export_dir: str, env_id: str, num_episodes: int, seed: int | None = None, num_envs: int = 16
+) -> dict[str, float]:
+    """Score a SavedModel on a gymnasium env: exactly num_episodes episodes, each env a fixed quota."""
+    from relayrl.envs.make import make_vector_env
+
+    act, _ = load_policy(export_dir)
+    num_envs = max(1, min(num_envs, num_episodes))
+    quota = np.full(num_envs, num_episodes // num_envs)
+    quota[: num_episodes % num_envs] += 1
+    vec = make_vector_env(env_id, {}, num_envs)
+    try:
+        obs, _ = vec.reset(seed=seed)
+        done_count = np.zeros(num_envs, np.int64)
+        ep_return, prev_done, returns = np.zeros(num_envs), np.zeros(num_envs, bool), []
+        while (done_count < quota).any():
+            obs, reward, terminated, truncated, _ = vec.step(act(obs))
+            ep_return += reward
+            prev_done = terminated | truncated
+            for i in np.nonzero(prev_done & (done_count < quota))[0]:
+                returns.append(ep_return[i])
+                done_count[i] += 1
+            ep_return[prev_done] = 0.0
+    finally:
+        vec.close()
+    return {"episode_reward_mean": float(np.mean(returns)), "episodes": len(returns)}

@@ -1,0 +1,1 @@
+"""Sampling: RolloutWorker and its gradient variant, evaluation, env state snapshots."""

@@ -1,0 +1,371 @@
+"""RolloutWorker: vector envs + Policy -> version-stamped fragments with advantages computed here.
+
+The same class runs in the driver (num_rollout_workers=0, no Ray) and inside a Ray actor
+(runtime/ray_workers.py wraps it). It imports neither Ray nor TensorFlow for MLP policies.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from relayrl.core import ops
+from relayrl.core.types import Fragment
+from relayrl.envs.make import env_name, env_seed, make_vector_env
+from relayrl.models.networks import CONTINUOUS_HEADS, OBS_CLIP, ModelSpec, preprocess_obs
+from relayrl.models.obs_stats import RunningMoments, moments
+from relayrl.models.policy import Policy
+
+
+@dataclass
+class SamplerSettings:
+    """What a worker needs to know (kept small: it is shipped to every actor's constructor)."""
+
+    env: Any
+    env_config: dict
+    num_envs: int
+    fragment_length: int
+    spec: ModelSpec
+    gamma: float = 0.99
+    lambda_: float = 1.0
+    seed: int | None = None
+    # "gae": flat rows with advantages (on-policy). "sequences": time-major [T, N] columns for learners that
+    # correct off-policy data themselves (IMPALA's V-trace): see RolloutWorker._sequences. "transitions":
+    # n-step replay rows (off-policy): see RolloutWorker._transitions.
+    postprocess: str = "gae"
+    n_step: int = 1
+    explore: dict | None = None  # Policy.set_explore settings; "apex_alpha" + "num_workers" spread epsilons
+    num_env_threads: int = 0  # > 0: a ThreadedVectorEnv keeps that many slow envs stepping at once
+    recreate_failed_envs: bool = (
+        False  # rebuild the envs in place when one raises (else the error propagates)
+    )
+    scale_rewards: bool = False  # divide rewards by the running std of the discounted return (learning only)
+
+
+def batch_spec(spec: ModelSpec, postprocess: str = "gae") -> dict[str, tuple[tuple, type]]:
+    """Column name -> (per-row shape, dtype) of the fragments workers send: the learner compiles its
+    update for exactly this at build time, before the first batch exists."""
+    obs_dtype = np.uint8 if spec.obs_kind == "image" else np.float32
+    if spec.action_kind in CONTINUOUS_HEADS:
+        action = ((spec.action_nvec[0],), np.float32)
+    elif spec.action_kind == "multi_categorical":
+        action = ((len(spec.action_nvec),), np.int64)
+    else:
+        action = ((), np.int64)
+    scalar = ((), np.float32)
+    obs = (tuple(spec.obs_shape), obs_dtype)
+    if postprocess == "transitions":
+        return {"obs": obs, "actions": action, "rewards": scalar, "next_obs": obs, "discounts": scalar}
+    return {
+        "obs": obs,
+        "actions": action,
+        "logp": scalar,
+        "vf_preds": scalar,
+        "advantages": scalar,
+        "value_targets": scalar,
+    }
+
+
+def worker_explore(explore: dict | None, worker_index: int) -> dict:
+    """Per-worker exploration: Ape-X spreads epsilons as eps_i = eps^(1 + alpha * i / (N - 1)) over the
+    N workers (i = 0..N-1), so some workers act almost greedily while others keep exploring; TD3 spreads
+    its noise std as sigma_i = sigma * (sigma_max / sigma)^(i / (N - 1))."""
+    explore = dict(explore or {})
+    alpha, n = explore.pop("apex_alpha", None), explore.pop("num_workers", None)
+    if alpha is not None and n and "epsilon" in explore:
+        i = max(worker_index - 1, 0)
+        explore["epsilon"] = explore["epsilon"] ** (1 + alpha * i / max(n - 1, 1))
+    # TD3: Gaussian noise stds spread geometrically from sigma (first worker) to sigma_max (last)
+    sigma_max = explore.pop("sigma_max", None)
+    if sigma_max is not None and n and n > 1 and explore.get("sigma"):
+        i = max(worker_index - 1, 0)
+        explore["sigma"] = explore["sigma"] * (sigma_max / explore["sigma"]) ** (i / (n - 1))
+    return explore
+
+
+class EnvError(RuntimeError):
+    """An environment produced something unusable (NaN observation or reward, bad shapes)."""
+
+
+class WorkerFailedError(RuntimeError):
+    """A rollout worker kept failing past its restart budget (raised by the Ray fleets)."""
+
+    def __init__(self, worker_index: int, restarts: int, last_error: BaseException):
+        super().__init__(
+            f"rollout worker {worker_index} failed {restarts} times (max_worker_restarts reached); "
+            f"last error: {type(last_error).__name__}: {last_error}"
+        )
+        self.worker_index, self.restarts, self.last_error = worker_index, restarts, last_error
+
+
+class RolloutWorker:
+    """Loop that uses it:  worker.set_weights(w, version); fragment = worker.sample()."""
+
+    def __init__(self, settings: SamplerSettings, worker_index: int = 0):
+        self.s = settings
+        self.worker_index = worker_index
+        self._batch_spec = batch_spec(settings.spec, settings.postprocess)
+        self.env = make_vector_env(
+            settings.env, settings.env_config, settings.num_envs, settings.num_env_threads
+        )
+        seed = env_seed(settings.seed, worker_index)
+        self.policy = Policy(
+            settings.spec,
+            self.env.single_action_space,
+            seed=None if seed is None else seed + 7919,  # action noise stream != env stream
+            explore=worker_explore(settings.explore, worker_index),
+        )
+        raw_obs, _ = self.env.reset(seed=seed)
+        self.obs = preprocess_obs(settings.spec, raw_obs)
+        already_prepared = (
+            settings.spec.obs_kind == "box" and raw_obs.dtype == np.float32 and raw_obs.ndim == 2
+        )
+        self._prep = (lambda o: o) if already_prepared else (lambda o: preprocess_obs(settings.spec, o))
+        n = settings.num_envs
+        self.prev_done = np.zeros(n, dtype=bool)  # NEXT_STEP autoreset: the next step is a reset step
+        self.env_recreations = 0
+        self.ep_return = np.zeros(n, dtype=np.float64)
+        self.ep_length = np.zeros(n, dtype=np.int64)
+        self.disc_return = np.zeros(n, dtype=np.float64)  # scale_rewards: running discounted return per env
+        self.return_moments = RunningMoments(())
+
+    def set_weights(self, weights: list[np.ndarray], version: int) -> None:
+        self.policy.set_weights(weights, version)
+
+    def get_state(self) -> dict:
+        """Everything that makes the next fragment what it will be: envs (see state_io), current
+        observations, episode accumulators and the action-noise RNG. JSON-able, no pickle."""
+        from relayrl.sampling import state_io
+
+        return {
+            "obs": state_io.encode(self.obs),
+            "prev_done": state_io.encode(self.prev_done),
+            "ep_return": state_io.encode(self.ep_return),
+            "ep_length": state_io.encode(self.ep_length),
+            "disc_return": state_io.encode(self.disc_return),
+            "return_moments": self.return_moments.state(),
+            "policy_rng": self.policy.rng.bit_generator.state,
+            "env": state_io.capture(self.env),
+        }
+
+    def set_state(self, state: dict) -> None:
+        """Restore get_state()'s output, read from a checkpoint file: every value must have the type, dtype
+        and shape of the one it replaces (state_io.conform); all are checked before any is written.
+        Raises CheckpointError naming the field."""
+        from relayrl.core.saved_state import CheckpointError
+        from relayrl.sampling import state_io
+
+        arrays = ("obs", "prev_done", "ep_return", "ep_length", "disc_return")
+        missing = sorted((set(arrays) | {"return_moments", "policy_rng", "env"}) - set(state))
+        if missing:
+            raise CheckpointError(f"worker state lacks {missing}")
+        values = {name: state_io.conform(getattr(self, name), state[name], name) for name in arrays}
+        return_moments = RunningMoments(())
+        state_io.restore_moments(return_moments, state["return_moments"], "return_moments")
+        policy_rng = state_io.conform(self.policy.rng, {"__generator__": state["policy_rng"]}, "policy_rng")
+        state_io.restore(self.env, state["env"])  # checks the whole env snapshot before writing any of it
+        for name, value in values.items():
+            setattr(self, name, value)
+        self.return_moments = return_moments
+        self.policy.rng.bit_generator.state = policy_rng.bit_generator.state
+
+    def set_explore(self, explore: dict) -> None:
+        self.policy.set_explore(explore)
+
+    def get_weights(self) -> tuple[list[np.ndarray], int]:
+        return self.policy.get_weights(), self.policy.version
+
+    def sample(self) -> Fragment:
+        """One fragment; an env that raises is rebuilt in place and the fragment resampled when
+        recreate_failed_envs is set (up to 3 times), else the error propagates with the worker named."""
+        for attempt in range(4):
+            try:
+                return self._sample()
+            except EnvError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - any env failure: report or recover, never hide
+                if not self.s.recreate_failed_envs or attempt == 3:
+                    raise EnvError(
+                        f"environment {env_name(self.s.env)!r} raised on worker {self.worker_index}: "
+                        f"{type(exc).__name__}: {exc}"
+                    ) from exc
+                self._recreate_envs(attempt + 1)
+        raise AssertionError("unreachable")
+
+    def _recreate_envs(self, attempt: int) -> None:
+        try:
+            self.env.close()
+        except Exception:  # noqa: BLE001 - the broken env may not even close
+            pass
+        self.env = make_vector_env(self.s.env, self.s.env_config, self.s.num_envs, self.s.num_env_threads)
+        seed = env_seed(self.s.seed, self.worker_index)
+        raw_obs, _ = self.env.reset(seed=None if seed is None else seed + 100_000 * attempt)
+        self.obs = preprocess_obs(self.s.spec, raw_obs)
+        self.prev_done[:] = False
+        self.ep_return[:], self.ep_length[:] = 0.0, 0
+        self.env_recreations += 1
+
+    def _sample(self) -> Fragment:
+        """Step all envs fragment_length times with one batched policy call per step.
+
+        The loop body is kept to the policy call, env.step and array stores (it runs ~15k times a
+        second): exploration noise is drawn per fragment, and validity, episode statistics, log-probs,
+        values and advantages are computed afterwards on whole arrays."""
+        start, cpu_start = time.perf_counter(), time.process_time()
+        T, N = self.s.fragment_length, self.s.num_envs
+        noise = self.policy.draw_noise(T, N)
+        sample_step, env_actions, step, prep = (
+            self.policy.sample_step,
+            self.policy.env_actions,
+            self.env.step,
+            self._prep,
+        )
+        obs = self.obs
+        obs_l, act_l, dist_l, rew_l, term_l, trunc_l = (
+            [obs],
+            [],
+            [],
+            [],
+            [],
+            [],
+        )  # list appends: ~10x cheaper than array stores
+        for t in range(T):
+            actions, dist_inputs = sample_step(obs, noise[t])
+            raw_obs, rew, term, trunc, _ = step(env_actions(actions))
+            obs = prep(raw_obs)
+            obs_l.append(obs), act_l.append(actions), dist_l.append(dist_inputs)
+            rew_l.append(rew), term_l.append(term), trunc_l.append(trunc)
+        self.obs = obs
+        rewards = np.asarray(rew_l, np.float32)  # [T, N]
+        terminated, truncated = np.asarray(term_l, bool), np.asarray(trunc_l, bool)
+        dones = terminated | truncated
+        valid = np.empty((T, N), bool)  # NEXT_STEP autoreset: the step after a done only resets the env
+        valid[0] = ~self.prev_done
+        valid[1:] = ~dones[:-1]
+        self.prev_done = dones[-1].copy()
+        returns, lengths = self._episode_stats(rewards, dones, valid)  # from the env's own rewards
+        if self.s.scale_rewards:
+            rewards = self._scaled_rewards(rewards, dones, valid)
+        obs_buf = np.stack(obs_l)
+        # running observation statistics: the observations actually acted on (reset steps excluded)
+        obs_moments = moments(obs_buf[:T][valid]) if self.s.spec.obs_norm else None
+        post = {"gae": self._postprocess, "sequences": self._sequences, "transitions": self._transitions}[
+            self.s.postprocess
+        ]
+        data = post(obs_buf, np.stack(act_l), np.stack(dist_l), rewards, terminated, dones, valid)
+        return Fragment(
+            data=data,
+            version=self.policy.version,
+            worker_index=self.worker_index,
+            env_steps=int(valid.sum()),
+            episode_returns=returns,
+            episode_lengths=lengths,
+            sample_time_s=time.perf_counter() - start,
+            cpu_time_s=time.process_time() - cpu_start,
+            obs_moments=obs_moments,
+        )
+
+    def _episode_stats(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray):
+        """Returns and lengths of the episodes that ended in this fragment; running sums carry over."""
+        cum_r = np.cumsum(rewards, axis=0, dtype=np.float64) + self.ep_return  # [T, N]
+        cum_l = np.cumsum(valid, axis=0, dtype=np.int64) + self.ep_length
+        base_r, base_l = np.zeros_like(self.ep_return), np.zeros_like(self.ep_length)
+        returns, lengths = [], []
+        for t, n in zip(*np.nonzero(dones)):  # time order within each env
+            returns.append(cum_r[t, n] - base_r[n])
+            lengths.append(cum_l[t, n] - base_l[n])
+            base_r[n], base_l[n] = cum_r[t, n], cum_l[t, n]
+        self.ep_return, self.ep_length = cum_r[-1] - base_r, cum_l[-1] - base_l
+        return np.asarray(returns, np.float32), np.asarray(lengths, np.int64)
+
+    def _scaled_rewards(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """rewards / std(discounted return), clipped to +-10: gymnasium's NormalizeReward (as CleanRL and
+        SB3's VecNormalize use for MuJoCo), with the statistics of this worker's envs updated per fragment."""
+        g = self.disc_return
+        returns = np.empty_like(rewards, dtype=np.float64)
+        for t in range(len(rewards)):
+            g = g * self.s.gamma + rewards[t]
+            returns[t] = g
+            g = np.where(dones[t], 0.0, g)  # the next step starts a new episode (or is a reset step)
+        self.disc_return = g
+        self.return_moments.merge(*moments(returns[valid]))
+        scale = float(np.sqrt(self.return_moments.m2 / max(self.return_moments.count, 1) + 1e-8))
+        return np.clip(rewards / scale, -OBS_CLIP, OBS_CLIP).astype(np.float32)
+
+    def _postprocess(
+        self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid
+    ) -> dict[str, np.ndarray]:
+        """Behaviour log-probs, values and GAE for the whole fragment in batched passes; drop reset steps."""
+        T, N = rewards.shape
+        self._check_finite(obs_buf, "observation")
+        self._check_finite(rewards, "reward")
+        flat_obs = obs_buf.reshape((T + 1) * N, *obs_buf.shape[2:])
+        flat_act = act_buf.reshape(T * N, *act_buf.shape[2:])
+        logp = self.policy.log_prob(dist_buf.reshape(T * N, -1), flat_act)
+        values = self.policy.net.value(flat_obs).astype(np.float32).reshape(T + 1, N)
+        adv = ops.gae(rewards, values[:-1], values[1:], terminated, dones, self.s.gamma, self.s.lambda_)
+        keep = valid.reshape(-1)
+        columns = {
+            "obs": flat_obs[: T * N][keep],
+            "actions": flat_act[keep],
+            "logp": logp[keep],
+            "vf_preds": values[:-1].reshape(-1)[keep],
+            "advantages": adv.reshape(-1)[keep],
+            "value_targets": (adv + values[:-1]).reshape(-1)[keep],
+        }
+        return {k: columns[k].astype(dtype, copy=False) for k, (_, dtype) in self._batch_spec.items()}
+
+    def _transitions(
+        self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid
+    ) -> dict[str, np.ndarray]:
+        """n-step replay rows (obs, action, discounted n-step reward, bootstrap obs, bootstrap discount);
+        the bootstrap obs of a truncated episode is its final observation, of a terminated one discounted to 0."""
+        T, N = rewards.shape
+        self._check_finite(obs_buf, "observation")
+        self._check_finite(rewards, "reward")
+        returns, next_index, discounts = ops.n_step_transitions(
+            rewards, terminated, dones, self.s.gamma, self.s.n_step
+        )
+        next_obs = obs_buf[next_index, np.arange(N)]  # [T, N, ...]
+        keep = valid.reshape(-1)
+        columns = {
+            "obs": obs_buf[:T].reshape(T * N, *obs_buf.shape[2:])[keep],
+            "actions": act_buf.reshape(T * N, *act_buf.shape[2:])[keep],
+            "rewards": returns.reshape(-1)[keep],
+            "next_obs": next_obs.reshape(T * N, *obs_buf.shape[2:])[keep],
+            "discounts": discounts.reshape(-1)[keep],
+        }
+        return {k: columns[k].astype(dtype, copy=False) for k, (_, dtype) in self._batch_spec.items()}
+
+    def _sequences(
+        self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid
+    ) -> dict[str, np.ndarray]:
+        """Time-major columns, reset steps kept and marked: obs [T+1, N, ...] (obs[t+1] is the final
+        observation when step t ended an episode), actions / behaviour logp / rewards / terminated / dones /
+        valid [T, N]. No value pass here: the learner evaluates its own, newer, network on them."""
+        T, N = rewards.shape
+        self._check_finite(obs_buf, "observation")
+        self._check_finite(rewards, "reward")
+        logp = self.policy.log_prob(dist_buf.reshape(T * N, -1), act_buf.reshape(T * N, *act_buf.shape[2:]))
+        return {
+            "obs": obs_buf,
+            "actions": act_buf,
+            "logp": logp.astype(np.float32).reshape(T, N),
+            "rewards": rewards,
+            "terminated": terminated,
+            "dones": dones,
+            "valid": valid,
+        }
+
+    def _check_finite(self, array: np.ndarray, what: str) -> None:
+        if np.issubdtype(array.dtype, np.floating) and not np.isfinite(array).all():
+            raise EnvError(
+                f"environment {env_name(self.s.env)!r} on worker {self.worker_index} returned a non-finite "
+                f"{what} (NaN or Inf); check the env or wrap it to sanitise its output"
+            )
+
+    def stop(self) -> None:
+        self.env.close()
