@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
             from relayrl import checkpoint
 
             checkpoint.verify(args.resume, algo=args.algo)
+            checkpoint.check_resume_env(args.resume, config.env)
         _make_log_dir(config.log_dir)
     except ValueError as exc:
         return _fail(EXIT_BAD_INPUT, str(exc))
@@ -355,8 +356,9 @@ def _train(args: argparse.Namespace, config, process_start: float) -> int:
         resume = checkpoint.latest(ckpt_dir)
         progress.note(f"resuming from {resume}" if resume else f"--resume auto: no checkpoint under {ckpt_dir}, starting fresh")
     try:
-        if resume:  # refuse a bad checkpoint, or another algorithm's, before anything starts
+        if resume:  # refuse a bad checkpoint, another algorithm's or another env's, before anything starts
             checkpoint.verify(resume, algo=config.algo_name)
+            checkpoint.check_resume_env(resume, config.env)
         algo = config.build()
     except ValueError as exc:
         return _fail(EXIT_BAD_INPUT, str(exc))
