@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
             from relayrl.persistence import checkpoint
 
             checkpoint.verify(args.resume, algo=args.algo)
+            checkpoint.check_resume_env(args.resume, config.env)
         make_log_dir(config.log_dir)
     except ValueError as exc:
         return fail(EXIT_BAD_INPUT, str(exc))
@@ -141,8 +142,9 @@ def train(args: argparse.Namespace, config, process_start: float) -> int:
             else f"--resume auto: no checkpoint under {ckpt_dir}, starting fresh"
         )
     try:
-        if resume:  # refuse a bad checkpoint, or another algorithm's, before anything starts
+        if resume:  # refuse a bad checkpoint, another algorithm's or another env's, before anything starts
             checkpoint.verify(resume, algo=config.algo_name)
+            checkpoint.check_resume_env(resume, config.env)
         algo = config.build()
     except ValueError as exc:
         return fail(EXIT_BAD_INPUT, str(exc))

@@ -183,6 +183,17 @@ def read_config(path: str) -> dict:
     return config
 
 
+def check_resume_env(path: str, env: object) -> None:
+    """A run resumes a checkpoint on the env it was trained on: config.json's env (read as data, never
+    resolved) must be this run's env id. A callable or another env is refused with CheckpointError."""
+    saved = read_config(path).get("env")
+    if saved != env:
+        raise CheckpointError(
+            f"checkpoint {path!r}: config.json: env = {shown(saved)} is not this run's env "
+            f"{shown(env)}: a checkpoint resumes on the env it was trained on"
+        )
+
+
 def _tree(path: str) -> dict[str, os.stat_result]:
     """Every regular file under the checkpoint by relative path ('/'-separated), links never followed;
     anything but directories and regular files is refused."""

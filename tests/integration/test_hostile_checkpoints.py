@@ -198,9 +198,6 @@ VARIANTS = {
     "truncated_learner": (truncated_learner, "learner/learner.index"),
     "saved_model_inside": (saved_model_inside, "saved_model.pb"),
 }
-# `train ALGO ENV --resume DIR` takes its config (and env) from the command line: config.json is not read, so
-# a checkpoint whose only fault is code named there resumes with the caller's env, and the code never runs.
-CONFIG_ONLY = {"callable_env", "module_env"}
 
 
 @pytest.fixture
@@ -230,9 +227,6 @@ def test_hostile_checkpoint_is_refused_and_runs_nothing(hostile, command, capsys
         code = cli.main(command_line(command, ckpt, tmp_path))
     err = capsys.readouterr().err.strip().splitlines()
     assert not marker.exists(), f"{name}: code named in the checkpoint ran"
-    if command == "train" and name in CONFIG_ONLY:
-        assert code == 0 and err == [], err
-        return
     assert code == 2, (code, err)
     assert len(err) == 1 and err[0].startswith("relayrl: error: checkpoint "), err
     assert VARIANTS[name][1] in err[0], err[0]
@@ -280,6 +274,17 @@ def test_resume_refuses_a_missing_or_foreign_checkpoint(good, tmp_path, capsys):
     edit_json(foreign, "state.json", lambda state: state.update(algo="dqn"))
     assert cli.main(command_line("train", foreign, tmp_path)) == 2
     assert "is a dqn checkpoint, not ppo" in capsys.readouterr().err
+    other_env = command_line("train", good, tmp_path)
+    other_env[2] = "Acrobot-v1"  # a CartPole-v1 checkpoint resumed on another env
+    assert cli.main(other_env) == 2 and not (tmp_path / "run").exists()
+    assert (
+        capsys.readouterr()
+        .err.strip()
+        .endswith(
+            "config.json: env = 'CartPole-v1' is not this run's env 'Acrobot-v1': a checkpoint resumes on the env "
+            "it was trained on"
+        )
+    )
 
 
 def test_a_ray_worker_refuses_a_hostile_env_snapshot_in_one_line(ray_session, good, tmp_path):
