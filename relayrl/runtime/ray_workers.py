@@ -40,7 +40,7 @@ def init_ray(address: str | None = None, dashboard: bool = False) -> bool:
         # listens on all interfaces unless its "clusters enabled" switch is off: that switch is read from
         # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER when Ray is imported (here: already), so it is set both for the
         # processes ray.init is about to start and on the imported constant. Joining a cluster (address
-        # given) leaves both alone. tests/integration/test_security.py lists every listening socket.
+        # given) leaves both alone. tests/integration/runtime/test_security.py lists every listening socket.
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
         ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
         extra = {"include_dashboard": dashboard, "_node_ip_address": "127.0.0.1"}

@@ -1,0 +1,1 @@
+"""Test utilities and the scripts tests run as subprocesses."""

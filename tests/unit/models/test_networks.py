@@ -1,0 +1,83 @@
+"""The numpy forward pass used by workers equals the Keras model the learner trains."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from relayrl.core.config import DEFAULT_MODEL
+from relayrl.models import distributions, networks
+from relayrl.models.keras_models import ActorCritic
+from relayrl.models.tf_distributions import entropy, log_prob
+from relayrl.models.tf_import import tf
+
+SPACES = {
+    "discrete": (gym.spaces.Box(-1, 1, (4,)), gym.spaces.Discrete(3)),
+    "multidiscrete": (gym.spaces.Box(-1, 1, (5,)), gym.spaces.MultiDiscrete([2, 3])),
+    "box": (gym.spaces.Box(-1, 1, (3,)), gym.spaces.Box(-2, 2, (2,))),
+    "discrete_obs": (gym.spaces.Discrete(6), gym.spaces.Discrete(2)),
+}
+
+
+@pytest.mark.parametrize("activation", ["tanh", "relu", "elu", "swish"])
+@pytest.mark.parametrize("kind", list(SPACES))
+def test_numpy_forward_equals_keras(kind, activation):
+    obs_space, act_space = SPACES[kind]
+    model_cfg = dict(DEFAULT_MODEL, fcnet_activation=activation, fcnet_hiddens=[16, 8])
+    spec = networks.spec_from_spaces(obs_space, act_space, model_cfg)
+    rng = np.random.default_rng(0)
+    weights = [
+        w + 0.1 * rng.standard_normal(w.shape).astype(np.float32) for w in networks.init_weights(spec, rng)
+    ]
+    keras_model = ActorCritic(spec)
+    keras_model.set_weights(weights)
+    np_model = networks.NumpyActorCritic(spec)
+    np_model.set_weights(weights)
+    obs = networks.preprocess_obs(spec, np.stack([obs_space.sample() for _ in range(32)]))
+    dist_tf, v_tf = keras_model(tf.constant(obs))
+    np.testing.assert_allclose(np_model.dist_inputs(obs), dist_tf.numpy(), atol=1e-5)
+    np.testing.assert_allclose(np_model.value(obs), v_tf.numpy(), atol=1e-5)
+    # log-probs agree between the worker's numpy distribution and the learner's TF one
+    log_std = np_model.log_std() if spec.action_kind == "gaussian" else None
+    noise = distributions.draw_noise(spec.action_kind, (len(obs), spec.dist_dim), rng)
+    actions = distributions.sample(
+        spec.action_kind, spec.action_nvec, np_model.dist_inputs(obs), log_std, noise
+    )
+    lp_np = distributions.log_prob(
+        spec.action_kind, spec.action_nvec, np_model.dist_inputs(obs), log_std, actions
+    )
+    lp_tf = log_prob(spec, dist_tf, keras_model.log_std, tf.constant(actions))
+    np.testing.assert_allclose(lp_np, lp_tf.numpy(), atol=1e-4)
+    assert np.all(np.isfinite(entropy(spec, dist_tf, keras_model.log_std).numpy()))
+
+
+def test_keras_weights_round_trip_in_layout_order():
+    spec = networks.spec_from_spaces(*SPACES["box"], DEFAULT_MODEL)
+    weights = networks.init_weights(spec, np.random.default_rng(3))
+    model = ActorCritic(spec)
+    model.set_weights(weights)
+    for a, b in zip(model.get_weights(), weights):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(ValueError, match="expected shape"):
+        model.set_weights([np.zeros((1, 1), np.float32)] + weights[1:])
+
+
+def test_image_observations_get_a_conv_torso_and_tf_forward():
+    from tests.helpers.fakes import ImageEnv
+
+    env = ImageEnv()
+    spec = networks.spec_from_spaces(env.observation_space, env.action_space, DEFAULT_MODEL)
+    assert not spec.numpy_forward_ok and spec.torso[0].kind == "conv"
+    from relayrl.models.policy import Policy
+
+    policy = Policy(spec, env.action_space, seed=0)
+    policy.set_weights(networks.init_weights(spec, np.random.default_rng(0)), 0)
+    obs = np.stack([env.observation_space.sample() for _ in range(5)])
+    actions, extras = policy.act(obs)
+    assert actions.shape == (5,) and extras["vf_preds"].shape == (5,)
+
+
+def test_orthogonal_init_gains():
+    spec = networks.spec_from_spaces(*SPACES["discrete"], DEFAULT_MODEL)
+    w = networks.init_weights(spec, np.random.default_rng(0))
+    hidden = w[2]  # 64x64 hidden kernel of the policy: orthogonal * sqrt(2)
+    np.testing.assert_allclose(hidden.T @ hidden, 2.0 * np.eye(64), atol=1e-4)
