@@ -161,24 +161,22 @@ class DQN(InProcessReplayCheckpoint, Algorithm):
     @staticmethod
     def build_learner(spec, c: DQNConfig, strategy=None):
         from relayrl.learning.learner import Learner
+        from relayrl.learning.spec import LearnerSpec
         from relayrl.models.q_models import DQN_METRICS, QModel, dqn_loss
         from relayrl.sampling.rollout import batch_spec
 
         columns = {**batch_spec(spec, "transitions"), "weights": ((), np.float32)}
-        loss = functools.partial(dqn_loss, double_q=c.double_q, huber_delta=c.huber_delta)
-        return Learner(
-            spec,
-            loss,
+        learner = LearnerSpec(
+            functools.partial(dqn_loss, double_q=c.double_q, huber_delta=c.huber_delta),
             DQN_METRICS,
             c.lr,
-            c.grad_clip,
-            {},
             columns,
             c.train_batch_size,
-            strategy=strategy,
+            c.grad_clip,
             row_output="td_abs",
             model_fn=lambda s: QModel(s, c.dueling, c.target_network_update_freq, c.tau),
         )
+        return Learner(spec, learner, strategy)
 
     def set_deadline(self, deadline: float | None) -> None:
         """The run ends by time.monotonic() == deadline (the CLI's --stop-time): a Redis replay that keeps
