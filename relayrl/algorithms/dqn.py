@@ -15,6 +15,7 @@ from relayrl.algorithms.epsilon_greedy import EpsilonGreedyConfig
 from relayrl.core import checks as C
 from relayrl.core.config import knob
 from relayrl.core.ops import piecewise_linear
+from relayrl.learning.placement import refuse_actor_learner
 from relayrl.replay import PrioritizedReplay, UniformReplay
 
 
@@ -116,6 +117,12 @@ class DQNConfig(EpsilonGreedyConfig):
                     f"{type(self).__name__}.prioritized_replay = True is invalid with replay_backend='redis': "
                     f"allowed: False (the Redis backend is uniform)"
                 )
+        if self.prioritized_replay:
+            refuse_actor_learner(
+                self,
+                "prioritized_replay = True: priorities are the learner's TD errors, which a learner in a Ray "
+                "actor does not send back",
+            )
         if self.train_batch_size > self.replay_buffer_capacity:
             raise ValueError(
                 f"DQNConfig.train_batch_size = {self.train_batch_size} is invalid: allowed: at most "
