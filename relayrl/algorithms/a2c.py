@@ -13,9 +13,9 @@ import numpy as np
 
 from relayrl.algorithms.base import Algorithm
 from relayrl.core import checks as C
-from relayrl.core import ops
 from relayrl.core.config import Config, knob
 from relayrl.core.types import concat_fragments
+from relayrl.learning.placement import refuse_actor_learner
 from relayrl.models import tf_distributions as tfd
 from relayrl.models.tf_import import tf
 
@@ -56,6 +56,8 @@ class A2CConfig(Config):
                 f"{type(self).__name__}.update_mode = 'gradients' is invalid with num_rollout_workers = 0: "
                 f"allowed: 'samples', or num_rollout_workers >= 1"
             )
+        if self.update_mode == "gradients":
+            refuse_actor_learner(self, "update_mode = 'gradients': the driver applies the workers' gradients")
 
 
 def a2c_loss(model, mb: dict, hp: dict) -> tuple[tf.Tensor, dict]:
@@ -70,7 +72,7 @@ def a2c_loss(model, mb: dict, hp: dict) -> tuple[tf.Tensor, dict]:
     return total, {"total_loss": total, "policy_loss": policy_loss, "vf_loss": vf_loss, "entropy": entropy}
 
 
-def loss_hparams(config: A2CConfig) -> dict[str, float]:
+def loss_hparams(config: Config) -> dict[str, float]:
     return {"entropy_coeff": config.entropy_coeff, "vf_loss_coeff": config.vf_loss_coeff}
 
 
@@ -85,6 +87,19 @@ def prepare_batch(
     return dict(batch, advantages=adv)
 
 
+def build_a2c_learner(spec, c: Config, strategy=None, batch_fn=None):
+    """One step of the A2C loss on the whole batch: the learner of A2C, REINFORCE, IMPALA (batch_fn: its
+    V-trace) and A3C (the driver's copy of its parameter server's weights)."""
+    from relayrl.learning.learner import Learner
+    from relayrl.learning.spec import LearnerSpec
+    from relayrl.sampling.rollout import batch_spec
+
+    learner = LearnerSpec(
+        a2c_loss, A2C_METRICS, c.lr, batch_spec(spec), None, c.grad_clip, loss_hparams(c), batch_fn=batch_fn
+    )
+    return Learner(spec, learner, strategy)
+
+
 def whole_batch(num_rows: int) -> np.ndarray:
     """Minibatch indices [1, num_rows]: one gradient step on every row."""
     return np.arange(num_rows, dtype=np.int32)[None]
@@ -95,21 +110,7 @@ class A2C(Algorithm):
     name = "A2C"
     supports_obs_norm = True
 
-    def make_learner(self):
-        from relayrl.learning.learner import Learner
-        from relayrl.sampling.rollout import batch_spec
-
-        c: A2CConfig = self.config
-        return Learner(
-            self.spec,
-            a2c_loss,
-            A2C_METRICS,
-            c.lr,
-            c.grad_clip,
-            loss_hparams(c),
-            batch_spec(self.spec),
-            minibatch_size=None,
-        )
+    build_learner = staticmethod(build_a2c_learner)
 
     def make_workers(self):
         if self.config.update_mode == "gradients":
@@ -139,8 +140,7 @@ class A2C(Algorithm):
 
     def training_step(self) -> dict[str, float]:
         c: A2CConfig = self.config
-        if c.lr_schedule:
-            self.learner.set_lr(ops.piecewise_linear(c.lr_schedule, self.timesteps_total))
+        self.apply_lr_schedule()
         if c.update_mode == "gradients":
             with self.timers("sample"):
                 fragments, grads, metrics = self.workers.gradients()

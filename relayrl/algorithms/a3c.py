@@ -15,10 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from relayrl.algorithms.a2c import A2C_METRICS, a2c_loss, loss_hparams, prepare_batch
+from relayrl.algorithms.a2c import A2C_METRICS, a2c_loss, build_a2c_learner, loss_hparams, prepare_batch
 from relayrl.algorithms.base import Algorithm
 from relayrl.core import checks as C
 from relayrl.core.config import Config, knob
+from relayrl.learning.placement import refuse_learner_settings
 
 
 @dataclass
@@ -63,6 +64,21 @@ class A3CConfig(Config):
         0.5, "training", C.optional(C.number(0, strict=True)), "global gradient-norm clip (None = off)"
     )
 
+    def validate(self) -> None:
+        super().validate()
+        # the settings of a learner that A3C's cannot follow are refused, never ignored
+        refuse_learner_settings(
+            self,
+            {
+                "num_gpus": (0,),
+                "learner_placement": ("auto",),
+                "learner_threads": ("auto",),
+                "eager": (False,),
+            },
+            "A3C's learner is its parameter server, a CPU Ray actor applying the workers' compiled "
+            "gradients as they arrive; the driver keeps a copy of its weights",
+        )
+
 
 class A3C(Algorithm):
     config_class = A3CConfig
@@ -92,22 +108,8 @@ class A3C(Algorithm):
             )
         )
 
-    def make_learner(self):
-        """The driver's copy of the server's weights (for checkpoints, export and evaluation)."""
-        from relayrl.learning.learner import Learner
-        from relayrl.sampling.rollout import batch_spec
-
-        c: A3CConfig = self.config
-        return Learner(
-            self.spec,
-            a2c_loss,
-            A2C_METRICS,
-            c.lr,
-            c.grad_clip,
-            loss_hparams(c),
-            batch_spec(self.spec),
-            minibatch_size=None,
-        )
+    # The driver's copy of the server's weights (for checkpoints, export and evaluation).
+    build_learner = staticmethod(build_a2c_learner)
 
     def training_step(self) -> dict[str, float]:
         with self.timers("sample"):

@@ -145,10 +145,15 @@ class Algorithm:
 
     # ------------------------------------------------------------------ shared plumbing
     def make_learner(self):
-        """The learner on the driver, or in a Ray actor that holds the GPUs (then the driver never imports TF)."""
+        """The one place a learner is built: this algorithm's build_learner(spec, config, strategy), on the
+        driver or in a Ray actor that holds the GPUs (then the driver never imports TF), with the config's
+        num_gpus, learner_threads and eager. A learner without TensorFlow (tabular Q) is built here as it is:
+        its config refuses the settings it cannot follow."""
         c = self.config
         factory = functools.partial(type(self).build_learner, self.spec, c)
-        if c.eager and self.uses_tensorflow:
+        if not self.uses_tensorflow:
+            return factory()
+        if c.eager:
             from relayrl.learning.placement import build_eagerly
 
             self._eager_was = tf_import.tf.config.functions_run_eagerly()  # restored by stop()

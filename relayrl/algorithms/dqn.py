@@ -15,6 +15,7 @@ from relayrl.algorithms.epsilon_greedy import EpsilonGreedyConfig
 from relayrl.core import checks as C
 from relayrl.core.config import knob
 from relayrl.core.ops import piecewise_linear
+from relayrl.learning.placement import refuse_actor_learner
 from relayrl.replay import PrioritizedReplay, UniformReplay
 
 
@@ -116,6 +117,12 @@ class DQNConfig(EpsilonGreedyConfig):
                     f"{type(self).__name__}.prioritized_replay = True is invalid with replay_backend='redis': "
                     f"allowed: False (the Redis backend is uniform)"
                 )
+        if self.prioritized_replay:
+            refuse_actor_learner(
+                self,
+                "prioritized_replay = True: priorities are the learner's TD errors, which a learner in a Ray "
+                "actor does not send back",
+            )
         if self.train_batch_size > self.replay_buffer_capacity:
             raise ValueError(
                 f"DQNConfig.train_batch_size = {self.train_batch_size} is invalid: allowed: at most "
@@ -161,24 +168,22 @@ class DQN(InProcessReplayCheckpoint, Algorithm):
     @staticmethod
     def build_learner(spec, c: DQNConfig, strategy=None):
         from relayrl.learning.learner import Learner
+        from relayrl.learning.spec import LearnerSpec
         from relayrl.models.q_models import DQN_METRICS, QModel, dqn_loss
         from relayrl.sampling.rollout import batch_spec
 
         columns = {**batch_spec(spec, "transitions"), "weights": ((), np.float32)}
-        loss = functools.partial(dqn_loss, double_q=c.double_q, huber_delta=c.huber_delta)
-        return Learner(
-            spec,
-            loss,
+        learner = LearnerSpec(
+            functools.partial(dqn_loss, double_q=c.double_q, huber_delta=c.huber_delta),
             DQN_METRICS,
             c.lr,
-            c.grad_clip,
-            {},
             columns,
             c.train_batch_size,
-            strategy=strategy,
+            c.grad_clip,
             row_output="td_abs",
             model_fn=lambda s: QModel(s, c.dueling, c.target_network_update_freq, c.tau),
         )
+        return Learner(spec, learner, strategy)
 
     def set_deadline(self, deadline: float | None) -> None:
         """The run ends by time.monotonic() == deadline (the CLI's --stop-time): a Redis replay that keeps

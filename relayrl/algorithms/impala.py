@@ -10,17 +10,17 @@ policy-gradient step with the A2C loss on the V-trace targets and advantages.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from relayrl.algorithms.a2c import A2C_METRICS, a2c_loss, whole_batch
+from relayrl.algorithms.a2c import build_a2c_learner, whole_batch
 from relayrl.algorithms.base import Algorithm
 from relayrl.core import checks as C
 from relayrl.core import ops
 from relayrl.core.config import Config, knob
-from relayrl.core.types import Fragment
 from relayrl.models import distributions
 from relayrl.sampling.rollout import SamplerSettings
 
@@ -128,28 +128,12 @@ class IMPALA(Algorithm):
             )
         )
 
-    def make_learner(self):
-        from relayrl.learning.learner import Learner
-        from relayrl.models.tf_import import tf
-        from relayrl.sampling.rollout import batch_spec
-
-        c: IMPALAConfig = self.config
-        learner = Learner(
-            self.spec,
-            a2c_loss,
-            A2C_METRICS,
-            c.lr,
-            c.grad_clip,
-            {"entropy_coeff": c.entropy_coeff, "vf_loss_coeff": c.vf_loss_coeff},
-            batch_spec(self.spec),
-            minibatch_size=None,
-        )
-        obs_spec = batch_spec(self.spec)["obs"]
-        sig = [tf.TensorSpec((None,) + tuple(obs_spec[0]), tf.as_dtype(obs_spec[1]))]
-        forward = tf.function(lambda x: learner.model(x), input_signature=sig)
-        # eager debugging: the plain tf.function honours run_functions_eagerly, its concrete function would not
-        self._forward = forward if learner.eager else forward.get_concrete_function()
-        return learner
+    @staticmethod
+    def build_learner(spec, c: IMPALAConfig, strategy=None):
+        """The A2C learner, which computes the V-trace targets itself, with its current network (where it
+        runs: on its GPU when it has one)."""
+        vtrace = functools.partial(vtrace_rows, gamma=c.gamma, rho_bar=c.vtrace_rho_bar, c_bar=c.vtrace_c_bar)
+        return build_a2c_learner(spec, c, strategy, batch_fn=vtrace)
 
     def training_step(self) -> dict[str, float]:
         c: IMPALAConfig = self.config
@@ -160,10 +144,9 @@ class IMPALA(Algorithm):
         self.record_fragments(fragments + dropped)
         lags = [self.weights_version - f.version for f in fragments]
         with self.timers("learn"):
-            if c.lr_schedule:
-                self.learner.set_lr(ops.piecewise_linear(c.lr_schedule, self.timesteps_total))
-            batch, rho_mean = self.vtrace_batch(fragments)
-            metrics = self.learner.update(batch, whole_batch(len(batch["obs"])))
+            self.apply_lr_schedule()
+            seq = {k: np.concatenate([f.data[k] for f in fragments], axis=1) for k in fragments[0].data}
+            metrics = self.learner.update(seq, whole_batch(int(seq["valid"].sum())))  # rows V-trace keeps
         if self.iteration % c.broadcast_interval == 0:
             with self.timers("sync"):
                 self.publish_weights()
@@ -171,53 +154,54 @@ class IMPALA(Algorithm):
             {
                 "policy_lag_mean": float(np.mean(lags)),
                 "policy_lag_max": float(max(lags)),
-                "rho_mean": rho_mean,
+                "rho_mean": metrics.pop("rho_mean"),
                 "queue_dropped": float(self.dropped_total),
                 "worker_idle_fraction": self.workers.idle_fraction(),
             }
         )
         return metrics
 
-    def vtrace_batch(self, fragments: list[Fragment]) -> tuple[dict[str, np.ndarray], float]:
-        """Flat training rows from time-major fragments: the learner's values and log-probs on them,
-        V-trace targets (value_targets) and advantages; reset steps dropped."""
-        c: IMPALAConfig = self.config
-        seq = {
-            k: np.concatenate([f.data[k] for f in fragments], axis=1) for k in fragments[0].data
-        }  # [T(+1), N]
-        T, N = seq["rewards"].shape
-        obs = seq["obs"].reshape((T + 1) * N, *seq["obs"].shape[2:])
-        dist_inputs, values = (t.numpy() for t in self._forward(obs))
-        values = values.reshape(T + 1, N)
-        actions = seq["actions"].reshape(T * N, *seq["actions"].shape[2:])
-        log_std = self.learner.model.log_std.numpy() if self.spec.action_kind == "gaussian" else None
-        logp = distributions.log_prob(
-            self.spec.action_kind,
-            self.spec.action_nvec,
-            dist_inputs.reshape(T + 1, N, -1)[:-1].reshape(T * N, -1),
-            log_std,
-            actions,
-        )
-        log_rhos = logp.reshape(T, N) - seq["logp"]  # log pi_learner(a|s) - log mu_behaviour(a|s)
-        vs, pg_adv = ops.vtrace(
-            seq["rewards"],
-            values[:-1],
-            values[1:],
-            seq["terminated"],
-            seq["dones"],
-            log_rhos,
-            c.gamma,
-            c.vtrace_rho_bar,
-            c.vtrace_c_bar,
-        )
-        keep = seq["valid"].reshape(-1)
-        batch = {
-            "obs": obs[: T * N][keep],
-            "actions": actions[keep],
-            "logp": seq["logp"].reshape(-1)[keep],
-            "vf_preds": values[:-1].reshape(-1)[keep],
-            "advantages": pg_adv.reshape(-1)[keep],
-            "value_targets": vs.reshape(-1)[keep],
-        }
-        rho_mean = float(np.exp(log_rhos).reshape(-1)[keep].mean())
-        return batch, rho_mean
+
+def vtrace_rows(
+    learner, seq: dict[str, np.ndarray], gamma: float, rho_bar: float, c_bar: float
+) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """The learner's batch_fn: flat training rows from time-major sequences [T(+1), N] (fragments joined
+    along N), with the learner's values and log-probs on them, V-trace targets (value_targets) and
+    advantages; reset steps dropped. Also returns the mean importance weight (rho_mean)."""
+    spec = learner.spec
+    T, N = seq["rewards"].shape
+    obs = seq["obs"].reshape((T + 1) * N, *seq["obs"].shape[2:])
+    dist_inputs, values = learner.forward(obs)
+    values = values.reshape(T + 1, N)
+    actions = seq["actions"].reshape(T * N, *seq["actions"].shape[2:])
+    log_std = learner.model.log_std.numpy() if spec.action_kind == "gaussian" else None
+    logp = distributions.log_prob(
+        spec.action_kind,
+        spec.action_nvec,
+        dist_inputs.reshape(T + 1, N, -1)[:-1].reshape(T * N, -1),
+        log_std,
+        actions,
+    )
+    log_rhos = logp.reshape(T, N) - seq["logp"]  # log pi_learner(a|s) - log mu_behaviour(a|s)
+    vs, pg_adv = ops.vtrace(
+        seq["rewards"],
+        values[:-1],
+        values[1:],
+        seq["terminated"],
+        seq["dones"],
+        log_rhos,
+        gamma,
+        rho_bar,
+        c_bar,
+    )
+    keep = seq["valid"].reshape(-1)
+    batch = {
+        "obs": obs[: T * N][keep],
+        "actions": actions[keep],
+        "logp": seq["logp"].reshape(-1)[keep],
+        "vf_preds": values[:-1].reshape(-1)[keep],
+        "advantages": pg_adv.reshape(-1)[keep],
+        "value_targets": vs.reshape(-1)[keep],
+    }
+    rho_mean = float(np.exp(log_rhos).reshape(-1)[keep].mean())
+    return batch, {"rho_mean": rho_mean}

@@ -13,6 +13,7 @@ from relayrl.core import checks as C
 from relayrl.core import ops
 from relayrl.core.config import Config, knob
 from relayrl.core.types import concat_fragments
+from relayrl.learning.placement import refuse_actor_learner
 from relayrl.models import tf_distributions as tfd
 from relayrl.models.tf_import import tf
 
@@ -65,6 +66,8 @@ class PPOConfig(Config):
                 "PPOConfig.update_mode = 'gradients' is invalid with num_rollout_workers = 0: "
                 "allowed: 'samples', or num_rollout_workers >= 1"
             )
+        if self.update_mode == "gradients":
+            refuse_actor_learner(self, "update_mode = 'gradients': the driver applies the workers' gradients")
 
 
 PPO_METRICS = ("total_loss", "policy_loss", "vf_loss", "entropy", "kl", "clip_frac")
@@ -119,20 +122,20 @@ class PPO(Algorithm):
     @staticmethod
     def build_learner(spec, c: PPOConfig, strategy=None):
         from relayrl.learning.learner import Learner
+        from relayrl.learning.spec import LearnerSpec
         from relayrl.sampling.rollout import batch_spec
 
-        return Learner(
-            spec,
+        learner = LearnerSpec(
             ppo_loss,
             PPO_METRICS,
             c.lr,
-            c.grad_clip,
-            ppo_hparams(c),
             batch_spec(spec),
             c.sgd_minibatch_size,
+            c.grad_clip,
+            ppo_hparams(c),
             prepare_fn=ppo_prepare,
-            strategy=strategy,
         )
+        return Learner(spec, learner, strategy)
 
     def sampler_extras(self) -> dict[str, Any]:
         return {"scale_rewards": self.config.scale_rewards}
@@ -172,15 +175,13 @@ class PPO(Algorithm):
     def _gradient_aggregation_step(self) -> dict[str, float]:
         """The same SGD steps as the sample-shipping path, but each step's gradient is computed by the
         workers on their own rows of the minibatch (parameter-server style): one round trip per step."""
-        c: PPOConfig = self.config
         with self.timers("sample"):
             fragments, rows = self.workers.sample_and_keep()
         self.record_fragments(fragments)
         starts = np.cumsum([0] + rows)
         sums: dict[str, float] = {}
         with self.timers("learn"):
-            if c.lr_schedule:
-                self.learner.set_lr(ops.piecewise_linear(c.lr_schedule, self.timesteps_total))
+            self.apply_lr_schedule()
             steps = self._minibatch_indices(int(starts[-1]))
             for minibatch in steps:
                 shares = [

@@ -17,8 +17,8 @@ from relayrl.algorithms.base import Algorithm
 from relayrl.algorithms.epsilon_greedy import EpsilonGreedyConfig
 from relayrl.core import checks as C
 from relayrl.core.config import DEFAULT_MODEL, MODEL_CHECKS, knob
-from relayrl.core.ops import piecewise_linear
 from relayrl.envs.make import env_name
+from relayrl.learning.placement import refuse_learner_settings
 
 
 @dataclass
@@ -44,6 +44,16 @@ class QLearningConfig(EpsilonGreedyConfig):
                 f"QLearningConfig.model['fcnet_hiddens'] = {self.model['fcnet_hiddens']} is invalid: "
                 f"allowed: [] (the table has no hidden layers)"
             )
+        refuse_learner_settings(
+            self,
+            {
+                "num_gpus": (0,),
+                "learner_placement": ("auto", "driver"),
+                "learner_threads": ("auto",),
+                "eager": (False,),
+            },
+            "tabular Q-learning updates a numpy table on the driver: no TensorFlow, devices or threads",
+        )
 
 
 class QTable:
@@ -66,6 +76,9 @@ class QTable:
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self.q = np.array(weights[0], np.float64)
+
+    def set_lr(self, lr: float) -> None:
+        self.lr = lr
 
     def save_checkpoint(self, directory: str) -> None:
         import os
@@ -131,9 +144,9 @@ class QLearning(Algorithm):
             )
         return obs_space, action_space, spec
 
-    def make_learner(self) -> QTable:
-        c: QLearningConfig = self.config
-        return QTable(self.spec.obs_shape[0], self.spec.action_nvec[0], c.lr, c.gamma)
+    @staticmethod
+    def build_learner(spec, c: QLearningConfig, strategy=None) -> QTable:
+        return QTable(spec.obs_shape[0], spec.action_nvec[0], c.lr, c.gamma)
 
     def sampler_extras(self) -> dict[str, Any]:
         c: QLearningConfig = self.config
@@ -146,8 +159,7 @@ class QLearning(Algorithm):
             fragments = self.workers.sample(explore={"epsilon": epsilon})
         self.record_fragments(fragments)
         with self.timers("learn"):
-            if c.lr_schedule:
-                self.learner.lr = piecewise_linear(c.lr_schedule, self.timesteps_total)
+            self.apply_lr_schedule()
             metrics = {}
             for (
                 fragment

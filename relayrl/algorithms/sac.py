@@ -80,21 +80,19 @@ class SAC(ReplayActorCritic):
     @staticmethod
     def build_learner(spec, c: SACConfig, strategy=None):
         from relayrl.learning.learner import Learner
+        from relayrl.learning.spec import LearnerSpec
         from relayrl.models.actor_critic_models import SACModel
 
         target_entropy = (
             -float(spec.action_nvec[0]) if c.target_entropy == "auto" else float(c.target_entropy)
         )
-        loss = functools.partial(sac_loss, target_entropy=target_entropy)
-        return Learner(
-            spec,
-            loss,
+        learner = LearnerSpec(
+            functools.partial(sac_loss, target_entropy=target_entropy),
             SAC_METRICS,
             {"critic": c.lr, "actor": c.actor_lr, "alpha": c.alpha_lr},
-            c.grad_clip,
-            {},
             SAC.learner_columns(spec),
             c.train_batch_size,
-            strategy=strategy,
+            c.grad_clip,
             model_fn=lambda s: SACModel(s, c),
         )
+        return Learner(spec, learner, strategy)

@@ -93,19 +93,17 @@ class TD3(ReplayActorCritic):
     @staticmethod
     def build_learner(spec, c: TD3Config, strategy=None):
         from relayrl.learning.learner import Learner
+        from relayrl.learning.spec import LearnerSpec
         from relayrl.models.actor_critic_models import TD3Model
 
-        loss = functools.partial(td3_loss, target_noise=c.target_noise, noise_clip=c.target_noise_clip)
-        return Learner(
-            spec,
-            loss,
+        learner = LearnerSpec(
+            functools.partial(td3_loss, target_noise=c.target_noise, noise_clip=c.target_noise_clip),
             TD3_METRICS,
             {"critic": c.lr, "actor": c.actor_lr},
-            c.grad_clip,
-            {},
             TD3.learner_columns(spec),
             c.train_batch_size,
-            strategy=strategy,
+            c.grad_clip,
             model_fn=lambda s: TD3Model(s, c),
             apply_every={"actor": c.policy_delay},
         )
+        return Learner(spec, learner, strategy)

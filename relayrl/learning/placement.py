@@ -10,7 +10,8 @@ from relayrl.models import tf_import
 
 
 def resolve_placement(learner_placement: str, num_gpus: float) -> str:
-    """'auto' -> 'actor' when GPUs are asked for (the actor holds them; workers stay CPU-only), else 'driver'."""
+    """'auto' -> 'actor' when GPUs are asked for (the actor holds them; workers stay CPU-only), else
+    'driver'."""
     if learner_placement != "auto":
         return learner_placement
     return "actor" if num_gpus > 0 else "driver"
@@ -76,3 +77,27 @@ def device_report(learner) -> dict:
         "replicas": learner.strategy.num_replicas_in_sync,
         "eager": learner.eager,
     }
+
+
+def refuse_learner_settings(config: Any, allowed: dict[str, tuple], reason: str) -> None:
+    """For an algorithm whose learner cannot follow some learner settings (num_gpus, learner_placement,
+    learner_threads, eager): ValueError naming the first field set to a value it would otherwise ignore."""
+    for name, values in allowed.items():
+        value = getattr(config, name)
+        if value not in values:
+            shown = " or ".join(repr(v) for v in values)
+            raise ValueError(
+                f"{type(config).__name__}.{name} = {value!r} is invalid: allowed: {shown} ({reason})"
+            )
+
+
+def refuse_actor_learner(config: Any, reason: str) -> None:
+    """ValueError when the config puts the learner in a Ray actor (learner_placement, or 'auto' with
+    num_gpus > 0) though this mode needs it on the driver."""
+    if resolve_placement(config.learner_placement, config.num_gpus) == "actor":
+        name = "learner_placement" if config.learner_placement != "auto" else "num_gpus"
+        allowed = "'driver'" if name == "learner_placement" else "0"
+        value = getattr(config, name)
+        raise ValueError(
+            f"{type(config).__name__}.{name} = {value!r} is invalid: allowed: {allowed} ({reason})"
+        )

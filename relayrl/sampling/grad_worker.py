@@ -40,18 +40,19 @@ def make_gradient_learner(
 ):
     """A Learner for this loss whose update is one step on the whole batch (gradients in or out)."""
     from relayrl.learning.learner import Learner
+    from relayrl.learning.spec import LearnerSpec
 
-    return Learner(
-        settings.spec,
-        recipe.loss_fn,
-        recipe.metric_names,
+    loss = (recipe.loss_fn, recipe.metric_names)
+    learner = LearnerSpec(
+        *loss,
         lr,
+        batch_spec(settings.spec),
+        None,
         grad_clip,
         recipe.hparams,
-        batch_spec(settings.spec),
-        minibatch_size=None,
         prepare_fn=recipe.minibatch_prepare,
     )
+    return Learner(settings.spec, learner)
 
 
 class GradientWorker(RolloutWorker):

@@ -76,20 +76,20 @@ def ppo_learner(loss_fn, eager: bool):
     spec = PPO.check_env(PPOConfig().environment("CartPole-v1"))[2]
     c = PPOConfig().training(sgd_minibatch_size=16)
     from relayrl.learning.learner import Learner
+    from relayrl.learning.spec import LearnerSpec
     from relayrl.sampling.rollout import batch_spec
 
-    factory = functools.partial(
-        Learner,
-        spec,
+    learner = LearnerSpec(
         loss_fn,
         PPO_METRICS,
         c.lr,
-        c.grad_clip,
-        ppo_hparams(c),
         batch_spec(spec),
         c.sgd_minibatch_size,
+        c.grad_clip,
+        ppo_hparams(c),
         prepare_fn=ppo_prepare,
     )
+    factory = functools.partial(Learner, spec, learner)
     try:
         return build_eagerly(factory) if eager else factory()
     finally:

@@ -66,20 +66,13 @@ def test_parameter_server_applies_gradients_and_records_staleness():
     from relayrl.algorithms.a2c import A2C_METRICS, a2c_loss
     from relayrl.core.config import DEFAULT_MODEL
     from relayrl.learning.learner import Learner
+    from relayrl.learning.spec import LearnerSpec
     from relayrl.models import networks
     from relayrl.sampling.rollout import batch_spec
 
     spec = networks.spec_from_spaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2), DEFAULT_MODEL)
-    make = lambda: Learner(
-        spec,
-        a2c_loss,
-        A2C_METRICS,
-        0.1,
-        None,
-        {"entropy_coeff": 0.0, "vf_loss_coeff": 0.5},
-        batch_spec(spec),
-        None,
-    )
+    hparams = {"entropy_coeff": 0.0, "vf_loss_coeff": 0.5}
+    make = lambda: Learner(spec, LearnerSpec(a2c_loss, A2C_METRICS, 0.1, batch_spec(spec), hparams=hparams))
     server = ParameterServer(make)
     w0 = networks.init_weights(spec, np.random.default_rng(0))
     server.set_weights(w0, 0)
