@@ -19,6 +19,7 @@ from relayrl.algorithms.a2c import A2C_METRICS, a2c_loss, loss_hparams, prepare_
 from relayrl.algorithms.base import Algorithm
 from relayrl.core import checks as C
 from relayrl.core.config import Config, knob
+from relayrl.sampling.settings import Sampling
 
 
 @dataclass
@@ -68,8 +69,11 @@ class A3C(Algorithm):
     config_class = A3CConfig
     name = "A3C"
 
+    def worker_sampling(self) -> Sampling:
+        return Sampling(lambda_=self.config.lambda_)
+
     def make_workers(self):
-        from relayrl.runtime.ray_async import A3CWorkers
+        from relayrl.runtime.gradient_fleets import A3CWorkers
         from relayrl.sampling.grad_worker import LossRecipe
 
         c: A3CConfig = self.config
