@@ -16,9 +16,7 @@ from relayrl.envs.make import env_name, env_seed, make_vector_env
 from relayrl.models.networks import OBS_CLIP, preprocess_obs
 from relayrl.models.obs_stats import RunningMoments, moments
 from relayrl.models.policy import Policy
-
-# the settings and errors live in settings.py; importers of the worker find them here too
-from relayrl.sampling.settings import (  # noqa: F401 - re-exported
+from relayrl.sampling.settings import (  # noqa: F401 - re-exported: importers of the worker find them here
     EnvError,
     Exploration,
     SamplerSettings,
@@ -81,7 +79,7 @@ class RolloutWorker:
     def set_state(self, state: dict) -> None:
         """Restore get_state()'s output, read from a checkpoint file: every value must have the type, dtype
         and shape of the one it replaces (state_io.conform); all are checked before any is written.
-        Raises CheckpointError naming the field."""
+        Raises CheckpointError naming the field. The attribute names are this class's, never the file's."""
         from relayrl.core.saved_state import CheckpointError
         from relayrl.sampling import state_io
 
@@ -89,7 +87,6 @@ class RolloutWorker:
         missing = sorted((set(arrays) | {"return_moments", "policy_rng", "env"}) - set(state))
         if missing:
             raise CheckpointError(f"worker state lacks {missing}")
-        # the names are this class's own arrays, fixed above: never a name read from the file
         values = {name: state_io.conform(getattr(self, name), state[name], name) for name in arrays}
         return_moments = RunningMoments(())
         state_io.restore_moments(return_moments, state["return_moments"], "return_moments")
