@@ -23,16 +23,16 @@ Weights = list[np.ndarray]  # the networks.py layout
 class Fleet(Protocol):
     """What every fleet has. The loop that uses it (Algorithm.__init__, train, stop):
 
-        fleet.wait_ready()
-        fleet.sync_weights(initial_weights, 0)
-        while training:
-            fragments = <the narrower protocol's sampling call>
-            record(fragments, fleet.last_latencies_s)
-            ... update the learner ...; fleet.sync_weights(learner.get_weights(), version)
-            result = {"workers/healthy": fleet.healthy(), "workers/restarts": fleet.restarts_total,
-                      "workers/lost_fragments": fleet.lost_fragments,
-                      "memory/object_store_bytes": fleet.object_store_bytes()}
-        fleet.stop()
+    fleet.wait_ready()
+    fleet.sync_weights(initial_weights, 0)
+    while training:
+        fragments = <the narrower protocol's sampling call>
+        record(fragments, fleet.last_latencies_s)
+        ... update the learner ...; fleet.sync_weights(learner.get_weights(), version)
+        result = {"workers/healthy": fleet.healthy(), "workers/restarts": fleet.restarts_total,
+                  "workers/lost_fragments": fleet.lost_fragments,
+                  "memory/object_store_bytes": fleet.object_store_bytes()}
+    fleet.stop()
     """
 
     restarts_total: int  # workers re-created after a failure (0 where nothing restarts)
