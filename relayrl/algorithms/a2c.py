@@ -18,6 +18,7 @@ from relayrl.core.types import concat_fragments
 from relayrl.learning.placement import refuse_actor_learner
 from relayrl.models import tf_distributions as tfd
 from relayrl.models.tf_import import tf
+from relayrl.sampling.settings import Sampling
 
 A2C_METRICS = ("total_loss", "policy_loss", "vf_loss", "entropy")
 
@@ -112,9 +113,12 @@ class A2C(Algorithm):
 
     build_learner = staticmethod(build_a2c_learner)
 
+    def worker_sampling(self) -> Sampling:
+        return Sampling(lambda_=self.config.lambda_)
+
     def make_workers(self):
         if self.config.update_mode == "gradients":
-            from relayrl.runtime.ray_async import GradientWorkers
+            from relayrl.runtime.gradient_fleets import GradientWorkers
 
             c = self.config
             return self.with_fault_tolerance(

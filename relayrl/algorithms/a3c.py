@@ -20,6 +20,7 @@ from relayrl.algorithms.base import Algorithm
 from relayrl.core import checks as C
 from relayrl.core.config import Config, knob
 from relayrl.learning.placement import refuse_learner_settings
+from relayrl.sampling.settings import Sampling
 
 
 @dataclass
@@ -84,8 +85,11 @@ class A3C(Algorithm):
     config_class = A3CConfig
     name = "A3C"
 
+    def worker_sampling(self) -> Sampling:
+        return Sampling(lambda_=self.config.lambda_)
+
     def make_workers(self):
-        from relayrl.runtime.ray_async import A3CWorkers
+        from relayrl.runtime.gradient_fleets import A3CWorkers
         from relayrl.sampling.grad_worker import LossRecipe
 
         c: A3CConfig = self.config

@@ -14,6 +14,7 @@ from relayrl.algorithms.dqn import DQN, DQNConfig
 from relayrl.core import checks as C
 from relayrl.core.config import knob
 from relayrl.core.ops import piecewise_linear
+from relayrl.sampling.settings import Exploration, Sampling
 
 
 @dataclass
@@ -62,7 +63,8 @@ class ApeX(DQN):
 
     def __init__(self, config: ApeXConfig):
         super().__init__(config)
-        from relayrl.runtime.replay_actors import AsyncSampling, ShardedReplay
+        from relayrl.runtime.apex_workers import AsyncSampling
+        from relayrl.runtime.replay_actors import ShardedReplay
 
         c = config
         self.replay = ShardedReplay(
@@ -84,10 +86,7 @@ class ApeX(DQN):
         self._attach(range(len(self.workers.actors)))
         self.replay.on_restore = self._reattach
         self.sampling = AsyncSampling(
-            self.workers.actors,
-            "sample_into_replay",
-            restart=self._restart_worker,
-            timeout_s=c.sample_timeout_s,
+            self.workers.actors, restart=self._restart_worker, timeout_s=c.sample_timeout_s
         )
         self.sampling.set_weights_ref(self.workers.weights_ref, self.weights_version)
         self._updates_done = 0
@@ -109,25 +108,20 @@ class ApeX(DQN):
         """A failed or hung worker: re-create it (the fleet's restart budget and backoff) and attach it to
         its shard; it pulls the current weights on its first call. Rows it had uploaded stay in replay;
         the partial block in its cache died with it."""
-        self.workers._restart(i, error)
+        self.workers.restart(i, error)
         self._attach([i])
 
     def worker_class(self):
-        from relayrl.runtime.replay_actors import ApexRolloutWorker
+        from relayrl.runtime.apex_workers import ApexRolloutWorker
 
         return ApexRolloutWorker
 
-    def sampler_extras(self) -> dict[str, Any]:
+    def worker_sampling(self) -> Sampling:
         c: ApeXConfig = self.config
-        return {
-            "postprocess": "transitions",
-            "n_step": c.n_step,
-            "explore": {
-                "epsilon": c.apex_epsilon,
-                "apex_alpha": c.apex_alpha,
-                "num_workers": c.num_rollout_workers,
-            },
-        }
+        explore = Exploration(
+            epsilon=c.apex_epsilon, epsilon_alpha=c.apex_alpha, num_workers=c.num_rollout_workers
+        )
+        return Sampling("transitions", n_step=c.n_step, explore=explore)
 
     def publish_weights(self) -> None:
         super().publish_weights()

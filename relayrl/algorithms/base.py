@@ -1,6 +1,9 @@
 """Algorithm: built from a Config; `train()` runs one iteration and returns the flat result dict.
 
-Subclasses implement `training_step()` (sample -> update -> sync, a few lines) and `build_learner()`.
+Subclasses implement `training_step()` (sample -> update -> sync, a few lines) and `build_learner()`; they
+choose what their workers send with `worker_sampling()` and may bring their own fleet (`make_workers`). The
+loop talks to the fleet and the learner only through core.contracts. Checkpoints are in state.py, exports
+in exports.py, the result dict in results.py.
 """
 
 from __future__ import annotations
@@ -10,22 +13,31 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+import gymnasium as gym
 import numpy as np
 import psutil
 
+from relayrl.algorithms.env_check import checked_spaces
+from relayrl.algorithms.exports import PolicyExports
+from relayrl.algorithms.results import ResultOutputs, iteration_result
+from relayrl.algorithms.state import (  # noqa: F401 - InProcessReplayCheckpoint, check_replay_arrays re-exported
+    CheckpointState,
+    InProcessReplayCheckpoint,
+    built_from_checkpoint,
+    check_replay_arrays,
+)
+from relayrl.core import contracts
 from relayrl.core.config import Config
 from relayrl.core.metrics import EpisodeStats, Timers, WorkerStats
-from relayrl.core.saved_state import CheckpointError, cause, read_npz
 from relayrl.core.types import Fragment
-from relayrl.envs.make import env_name, env_spaces
 from relayrl.learning.placement import build_learner_here, resolve_placement
 from relayrl.models import networks, tf_import
 from relayrl.models.obs_stats import RunningMoments
 from relayrl.runtime import make_workers
-from relayrl.sampling.rollout import SamplerSettings
+from relayrl.sampling.settings import SamplerSettings, Sampling
 
 
-class Algorithm:
+class Algorithm(CheckpointState, PolicyExports):
     """Loop that uses it:  algo = PPOConfig().environment("CartPole-v1").build(); result = algo.train()."""
 
     name: ClassVar[str] = ""
@@ -42,9 +54,11 @@ class Algorithm:
         if "config_class" in cls.__dict__:  # the config builds this class (no registry lookup, no import)
             cls.config_class.algorithm_class = cls
 
-    def __init__(self, config: Config, workers_factory: Callable[[SamplerSettings], Any] | None = None):
-        """`workers_factory(settings)` replaces the local / Ray rollout workers with another runtime
-        (the policy server's external episodes); it needs sample / sync_weights / healthy / stop."""
+    def __init__(
+        self, config: Config, workers_factory: Callable[[SamplerSettings], contracts.SyncFleet] | None = None
+    ):
+        """`workers_factory(settings)` replaces the local / Ray rollout workers with another runtime (the
+        policy server's external episodes): a core.contracts.SyncFleet."""
         self.config = config
         self.obs_space, self.action_space, self.spec = self.check_env(config)
         self.rng = np.random.default_rng(config.seed)
@@ -56,16 +70,18 @@ class Algorithm:
             from relayrl.runtime import ray_workers  # noqa: F401
 
             tf_import.load_in_background()
-        if workers_factory is None:
-            self.workers = self.make_workers()
-        else:
-            self.workers = workers_factory(self.sampler_settings())
+        self._update_debt = 0.0  # fractional gradient steps owed by a replay ratio (owed_updates)
+        self._eager_was: bool | None = None  # eager=True: this process's run_functions_eagerly before it
+        self.workers: contracts.Fleet = (
+            self.make_workers() if workers_factory is None else workers_factory(self.sampler_settings())
+        )
+        self.learner: contracts.LearnerLike | None = None
         try:
             self.learner = self.make_learner()  # traces the update while the actors start
             self.learner.set_weights(initial_weights)
             self.workers.wait_ready()
         except BaseException:
-            if hasattr(getattr(self, "learner", None), "stop"):
+            if isinstance(self.learner, contracts.Stoppable):
                 self.learner.stop()
             self.workers.stop()  # never leave actors (or an embedded Ray) behind a failed build
             raise
@@ -79,16 +95,7 @@ class Algorithm:
         self.timesteps_total = 0
         self.time_total_s = 0.0
         self.obs_moments = RunningMoments(self.spec.obs_shape) if self.spec.obs_norm else None
-        self._logger = None
-        if config.log_dir:
-            from relayrl.persistence.logger import TensorBoardLogger
-
-            self._logger = TensorBoardLogger(config.log_dir)
-        self._record = None  # config.json, progress.csv, learning_curve.png in the log dir
-        if config.log_dir:
-            from relayrl.persistence.run_record import RunRecord
-
-            self._record = RunRecord(config.log_dir, config.algo_name, config.to_dict())
+        self._outputs = ResultOutputs(config)
 
     # ------------------------------------------------------------------ to implement
     @staticmethod
@@ -99,8 +106,8 @@ class Algorithm:
     def training_step(self) -> dict[str, float]:
         raise NotImplementedError
 
-    def make_workers(self):
-        """The worker fleet (local or Ray); asynchronous algorithms return their own fleet."""
+    def make_workers(self) -> contracts.Fleet:
+        """The worker fleet (local or Ray): a SyncFleet; other algorithms return their own kind of fleet."""
         c = self.config
         workers = make_workers(
             self.sampler_settings(),
@@ -112,15 +119,16 @@ class Algorithm:
         )
         return self.with_fault_tolerance(workers)
 
-    def with_fault_tolerance(self, workers):
+    def with_fault_tolerance(self, workers: contracts.Fleet) -> contracts.Fleet:
         """Apply the config's fault_tolerance fields to a fleet that restarts workers (Ray fleets do)."""
         c = self.config
-        if hasattr(workers, "set_fault_tolerance"):
+        if isinstance(workers, contracts.RestartingFleet):
             workers.set_fault_tolerance(c.max_worker_restarts, c.restart_backoff_s, c.sample_timeout_s)
         return workers
 
     def sampler_settings(self) -> SamplerSettings:
-        c = self.config
+        """What every worker is built with: the config's env and rollout fields, and worker_sampling()."""
+        c, sampling = self.config, self.worker_sampling()
         return SamplerSettings(
             env=c.env,
             env_config=c.env_config,
@@ -128,20 +136,23 @@ class Algorithm:
             fragment_length=c.resolved_fragment_length(),
             spec=self.spec,
             gamma=c.gamma,
-            lambda_=getattr(c, "lambda_", 1.0),
+            lambda_=sampling.lambda_,
             seed=c.seed,
+            postprocess=sampling.postprocess,
+            n_step=sampling.n_step,
+            explore=sampling.explore,
             num_env_threads=c.num_env_threads,
             recreate_failed_envs=c.recreate_failed_envs,
-            **self.sampler_extras(),
+            scale_rewards=sampling.scale_rewards,
         )
+
+    def worker_sampling(self) -> Sampling:
+        """The rows this algorithm's workers send and how they explore (default: GAE rows, lambda 1)."""
+        return Sampling()
 
     def worker_class(self) -> type | None:
         """The Ray actor class of the rollout workers (None: the standard RayRolloutWorker)."""
         return None
-
-    def sampler_extras(self) -> dict[str, Any]:
-        """Off-policy algorithms: {"postprocess": "transitions", "n_step": n, "explore": {...}}."""
-        return {}
 
     # ------------------------------------------------------------------ shared plumbing
     def make_learner(self):
@@ -159,7 +170,7 @@ class Algorithm:
             self._eager_was = tf_import.tf.config.functions_run_eagerly()  # restored by stop()
             factory = functools.partial(build_eagerly, factory)
         if resolve_placement(c.learner_placement, c.num_gpus) == "actor":
-            from relayrl.runtime.ray_workers import RemoteLearner
+            from relayrl.runtime.remote_learner import RemoteLearner
 
             return RemoteLearner(
                 factory, c.num_gpus, c.learner_threads, self.spec.numpy_forward_ok, c.address
@@ -167,42 +178,22 @@ class Algorithm:
         return build_learner_here(factory, c.num_gpus, c.learner_threads, self.spec.numpy_forward_ok)
 
     @classmethod
-    def check_env(cls, config: Config):
+    def check_env(cls, config: Config) -> tuple[gym.Space, gym.Space, networks.ModelSpec]:
         """Make one env and check its spaces suit this algorithm: (obs_space, action_space, ModelSpec).
         Raises ValueError naming the env and the allowed spaces, before any worker starts."""
-        obs_space, action_space = env_spaces(config.env, config.env_config)
-        try:
-            kind, _ = networks.action_layout(action_space)
-        except ValueError:
-            kind = None
-        if kind not in cls.action_kinds:
-            allowed = {
-                "categorical": "Discrete",
-                "multi_categorical": "MultiDiscrete",
-                "gaussian": "Box (1-D float)",
-            }
-            raise ValueError(
-                f"{cls.name} does not support the action space {action_space} of env "
-                f"{env_name(config.env)!r}; allowed: {', '.join(allowed[k] for k in cls.action_kinds)}"
-                f"{cls.action_space_hint}"
-            )
-        try:
-            spec = networks.spec_from_spaces(obs_space, action_space, config.model, head=cls.continuous_head)
-        except ValueError as exc:
-            raise ValueError(f"{cls.name} cannot use env {env_name(config.env)!r}: {exc}") from None
-        if spec.obs_norm and not cls.supports_obs_norm:
-            raise ValueError(
-                f"model.normalize_obs = True is not supported by {cls.name}; allowed with: ppo, a2c, "
-                f"reinforce (set it to False)"
-            )
-        return obs_space, action_space, spec
+        return checked_spaces(
+            config,
+            cls.name,
+            cls.action_kinds,
+            cls.action_space_hint,
+            cls.continuous_head,
+            cls.supports_obs_norm,
+        )
 
     def record_fragments(self, fragments: list[Fragment], latencies: list[float] | None = None) -> None:
         """Count the fragments' env steps and episodes; `latencies` default to the fleet's last round's."""
         if latencies is None:
-            latencies = getattr(self.workers, "last_latencies_s", None) or [
-                f.sample_time_s for f in fragments
-            ]
+            latencies = self.workers.last_latencies_s or [f.sample_time_s for f in fragments]
         for fragment, latency in zip(fragments, latencies):
             self.episodes.add(fragment)
             self.worker_stats.add(fragment, latency, self.weights_version)
@@ -212,7 +203,7 @@ class Algorithm:
 
     def owed_updates(self, new_env_steps: int, replay_ratio: float) -> int:
         """Whole gradient steps owed at `replay_ratio` steps per env step; the fraction carries over."""
-        self._update_debt = getattr(self, "_update_debt", 0.0) + replay_ratio * new_env_steps
+        self._update_debt += replay_ratio * new_env_steps
         num_updates = int(self._update_debt)
         self._update_debt -= num_updates
         return num_updates
@@ -232,9 +223,10 @@ class Algorithm:
             weights = self.learner.get_weights()
             weights[-2:] = [self.obs_moments.mean.astype(np.float32), self.obs_moments.std.astype(np.float32)]
             self.learner.set_weights(weights)
-        weights_ref = getattr(self.learner, "weights_ref", None)
-        if weights_ref is not None and self.config.num_rollout_workers > 0:
-            self.workers.sync_weights_ref(weights_ref(), self.weights_version)
+        if isinstance(self.learner, contracts.RemoteWeights) and isinstance(
+            self.workers, contracts.WeightRefFleet
+        ):
+            self.workers.sync_weights_ref(self.learner.weights_ref(), self.weights_version)
         else:
             weights = self.learner.get_weights()
             if not all(np.isfinite(w).all() for w in weights):  # never hand NaN weights to the workers
@@ -251,121 +243,22 @@ class Algorithm:
         elapsed = time.perf_counter() - start
         self.iteration += 1
         self.time_total_s += elapsed
-        timers = self.timers.pop()
-        result: dict[str, Any] = {
-            "training_iteration": self.iteration,
-            "timesteps_total": self.timesteps_total,
-            **self.episodes.summary(),
-            "time_this_iter_s": elapsed,
-            "time_total_s": self.time_total_s,
-            "env_steps_this_iter": self.timesteps_total - steps_before,
-            "env_steps_per_s": (self.timesteps_total - steps_before) / max(elapsed, 1e-9),
-            "weights_version": self.weights_version,
-            **{f"timers/{k}_s": v for k, v in timers.items()},
-            **{f"timers/{k}_frac": v / max(elapsed, 1e-9) for k, v in timers.items()},
-            **{f"learner/{k}": v for k, v in learner_metrics.items()},
-            "workers/healthy": self.workers.healthy(),
-            "workers/restarts": getattr(self.workers, "restarts_total", 0),
-            "workers/lost_fragments": getattr(self.workers, "lost_fragments", 0),
-            **self.worker_stats.pop(elapsed),
-            "memory/driver_rss_bytes": self._process.memory_info().rss,
-            "memory/object_store_bytes": getattr(self.workers, "object_store_bytes", lambda: 0)(),
-        }
-        iteration_returns = (
-            self.episodes.pop_iteration_returns()
-        )  # popped every iteration: nothing accumulates
-        if self._logger is not None:
-            self._logger.log(result, histograms={"episode_reward_hist": iteration_returns})
-        if self._record is not None:
-            self._record.log(result)
+        result = iteration_result(
+            iteration=self.iteration,
+            timesteps_total=self.timesteps_total,
+            steps_before=steps_before,
+            elapsed=elapsed,
+            time_total_s=self.time_total_s,
+            weights_version=self.weights_version,
+            episodes=self.episodes,
+            timers=self.timers.pop(),
+            learner_metrics=learner_metrics,
+            workers=self.workers,
+            worker_stats=self.worker_stats,
+            driver_rss_bytes=self._process.memory_info().rss,
+        )
+        self._outputs.log(result, self.episodes.pop_iteration_returns())  # popped: nothing accumulates
         return result
-
-    # ------------------------------------------------------------------ checkpoints and export
-    def get_state(self) -> dict[str, Any]:
-        """The driver-side state a checkpoint needs (JSON-able): counters, RNG, episode window, workers."""
-        get_states = getattr(self.workers, "get_states", None)
-        return {
-            "iteration": self.iteration,
-            "timesteps_total": self.timesteps_total,
-            "time_total_s": self.time_total_s,
-            "weights_version": self.weights_version,
-            "rng": self.rng.bit_generator.state,
-            "episodes": {
-                "returns": list(self.episodes.returns),
-                "lengths": list(self.episodes.lengths),
-                "total": self.episodes.episodes_total,
-            },
-            "workers": get_states() if get_states is not None else None,
-            "obs_moments": self.obs_moments.state() if self.obs_moments is not None else None,
-            "extra": self.extra_state(),
-        }
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        """Restore get_state()'s output. From a checkpoint, `state` has passed checkpoint.verify's schema;
-        worker and algorithm-specific parts are checked here against the live objects (CheckpointError)."""
-        from relayrl.core.saved_state import CheckpointError, cause
-        from relayrl.sampling import state_io
-
-        if self.obs_moments is not None and state.get("obs_moments"):
-            state_io.restore_moments(self.obs_moments, state["obs_moments"], "state.json: obs_moments")
-        state_io.set_generator_state(self.rng, state["rng"], "state.json: rng")
-        self.iteration, self.timesteps_total = state["iteration"], state["timesteps_total"]
-        self.time_total_s, self.weights_version = state["time_total_s"], state["weights_version"]
-        self.episodes.returns.extend(state["episodes"]["returns"])
-        self.episodes.lengths.extend(state["episodes"]["lengths"])
-        self.episodes.episodes_total = state["episodes"]["total"]
-        set_states = getattr(self.workers, "set_states", None)
-        if state.get("workers") and set_states is not None:
-            try:
-                set_states(state["workers"])
-            except CheckpointError as exc:  # from this process, or a worker actor's (unwrapped: one line)
-                raise CheckpointError(f"state.json: workers: {cause(exc)}") from None
-            except ValueError:
-                pass  # another worker count: workers start from fresh envs (the resume is then not bit-exact)
-        self.set_extra_state(state.get("extra") or {})
-
-    def extra_state(self) -> dict[str, Any]:
-        """Algorithm-specific JSON-able state (e.g. DQN's fractional update debt)."""
-        return {}
-
-    def set_extra_state(self, state: dict[str, Any]) -> None:
-        pass
-
-    def replay_state(self) -> dict[str, np.ndarray] | None:
-        """Arrays of a replay buffer held in this process, for replay.npz (None: no such buffer)."""
-        return None
-
-    def load_replay_state(self, state: dict[str, np.ndarray]) -> None:
-        pass
-
-    def save_learner(self, directory: str) -> None:
-        self.learner.save_checkpoint(directory)
-
-    def save(self, checkpoint_dir: str) -> str:
-        """Write a complete checkpoint (config, state, learner, replay) atomically; returns its path."""
-        from relayrl.persistence import checkpoint
-
-        self._check_weights_finite("checkpoint")
-        return checkpoint.save(self, checkpoint_dir)
-
-    def restore(self, checkpoint_dir: str) -> None:
-        """Load a checkpoint written by save() into this (identically configured) algorithm. The checkpoint is
-        data: verified first (manifest, files, schema), nothing in it is imported or called. Raises
-        CheckpointError naming the file; after one, this algorithm is half-restored: build a new one."""
-        import os
-
-        from relayrl.persistence import checkpoint
-
-        state = checkpoint.verify(checkpoint_dir, algo=self.config.algo_name)
-        try:
-            self.learner.restore_checkpoint(os.path.join(checkpoint_dir, "learner"))
-            replay_file = os.path.join(checkpoint_dir, "replay.npz")
-            if os.path.exists(replay_file):  # listed in the manifest and checked by verify, or refused there
-                self.load_replay_state(read_npz(replay_file, "replay.npz"))
-            self.set_state(state)
-        except CheckpointError as exc:  # a learner actor's error arrives wrapped in Ray's
-            raise CheckpointError(f"checkpoint {checkpoint_dir!r}: {cause(exc)}") from None
-        self.workers.sync_weights(self.learner.get_weights(), self.weights_version)
 
     @classmethod
     def from_checkpoint(cls, checkpoint_dir: str, **overrides: Any) -> Algorithm:
@@ -374,169 +267,32 @@ class Algorithm:
         is data (Config.from_checkpoint_dict): an env stored as a Python callable, or an id gymnasium has not
         registered, is refused unless you pass `env=`; where to connect, listen or write (address, dashboard,
         log_dir, Redis) comes from `overrides` or the defaults, never from the checkpoint."""
-        from relayrl.algorithms import config_class
-        from relayrl.persistence import checkpoint
-
-        state = checkpoint.verify(checkpoint_dir)
-        try:
-            config = config_class(state["algo"]).from_checkpoint_dict(
-                checkpoint.read_config(checkpoint_dir), supplied=overrides
-            )
-        except CheckpointError:
-            raise
-        except ValueError as exc:
-            raise CheckpointError(f"checkpoint {checkpoint_dir!r}: config.json: {exc}") from None
-        config.update_from_dict(overrides)
-        try:
-            algo = config.build()
-        except Exception as exc:  # noqa: BLE001 - e.g. env kwargs the env does not take: a refusal, one line
-            given = f" with {', '.join(sorted(overrides))} from you" if overrides else ""
-            raise CheckpointError(
-                f"checkpoint {checkpoint_dir!r}: the config in config.json"
-                f"{given} does not build: {type(exc).__name__}: {exc}"
-            ) from exc
-        try:
-            algo.restore(checkpoint_dir)
-        except BaseException:
-            algo.stop()
-            raise
-        return algo
-
-    def export_model(self):
-        """A tf.Module on this process with head(obs) -> dist inputs and value(obs), holding the current
-        weights: what export_policy serves."""
-        from relayrl.models.keras_models import ActorCritic
-
-        model = ActorCritic(self.spec)
-        model.set_weights(self.learner.get_weights())
-        return model
-
-    def export_policy(self, export_dir: str) -> str:
-        """A SavedModel with `serving_default` (observation -> deterministic action) and `value`; loading it
-        needs TensorFlow only."""
-        from relayrl.persistence.export import export_saved_model
-
-        self._check_weights_finite("export")
-        return export_saved_model(
-            self.export_model(), self.spec, self.obs_space, self.action_space, export_dir
-        )
-
-    def export_tflite(self, path: str, quantize: str = "none") -> str:
-        """A .tflite file (`path`, or path/policy.tflite for a directory) with the SavedModel's two signatures;
-        quantize: "none" (float32), "float16" or "int8" (post-training, calibrated on env observations)."""
-        from relayrl.persistence.tflite_export import export_tflite
-
-        return export_tflite(self, path, quantize).path
-
-    def _check_weights_finite(self, what: str) -> None:
-        for i, w in enumerate(self.learner.get_weights()):
-            if not np.all(np.isfinite(w)):
-                raise FloatingPointError(
-                    f"refusing to {what}: weight array {i} holds NaN or Inf (iteration {self.iteration})"
-                )
-
-    def evaluate(
-        self, num_episodes: int = 100, seed: int | None = None, explore: bool = False
-    ) -> dict[str, float]:
-        """Episodes with the current weights and deterministic actions (greedy / mean) on fresh envs here."""
-        from relayrl.sampling.evaluation import evaluate
-
-        return evaluate(
-            self.config.env,
-            self.config.env_config,
-            self.spec,
-            self.learner.get_weights(),
-            num_episodes,
-            seed=seed,
-            explore=explore,
-        )
+        return built_from_checkpoint(checkpoint_dir, overrides)
 
     @property
     def dashboard_url(self) -> str | None:
         """The Ray dashboard's URL when this algorithm started Ray with `dashboard=True`."""
         if self.config.num_rollout_workers == 0:
             return None
-        from relayrl.runtime.ray_workers import dashboard_url
+        from relayrl.runtime.cluster import dashboard_url
 
         return dashboard_url()
 
     def set_deadline(self, deadline: float | None) -> None:
-        """The run ends by time.monotonic() == deadline (the CLI's --stop-time): a train() call that waits on an
-        outside service (DQN's Redis replay) gives up by then. None: no end. Nothing waits outside by default."""
+        """The run ends by time.monotonic() == deadline (the CLI's --stop-time): a train() call that waits on
+        an outside service (DQN's Redis replay) gives up by then. None: no end. Nothing waits outside by
+        default."""
 
     def stop(self) -> None:
-        if hasattr(self.learner, "stop"):
+        if isinstance(self.learner, contracts.Stoppable):
             self.learner.stop()
-        if (
-            getattr(self, "_eager_was", None) is False
-        ):  # eager=True switched this process to eager: switch back
+        if self._eager_was is False:  # eager=True switched this process to eager: switch back
             tf_import.tf.config.run_functions_eagerly(False)
         self.workers.stop()
-        if self._logger is not None:
-            self._logger.close()
-        if self._record is not None:
-            self._record.close()  # draws learning_curve.png
-            self._record = None
+        self._outputs.close()
 
     def __enter__(self) -> Algorithm:
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
-
-
-class InProcessReplayCheckpoint:
-    """Checkpoint support for algorithms holding `self.replay` in this process (DQN, SAC, TD3): the buffer
-    goes to replay.npz, its sampling RNG and the replay-ratio debt to state.json. Redis replay already
-    outlives the process and is left where it is. Listed before Algorithm in the bases."""
-
-    def extra_state(self) -> dict[str, Any]:
-        rng = getattr(self.replay, "rng", None)
-        return {
-            **super().extra_state(),
-            "update_debt": getattr(self, "_update_debt", 0.0),
-            "replay_rng": rng.bit_generator.state if rng is not None else None,
-        }
-
-    def set_extra_state(self, state: dict[str, Any]) -> None:
-        from relayrl.core.saved_state import CheckpointError, shown
-        from relayrl.sampling import state_io
-
-        debt = state.get("update_debt", 0.0)
-        if not isinstance(debt, (int, float)) or isinstance(debt, bool) or not 0 <= debt < 1:
-            # the fraction of a gradient step carried over: a huge one would run that many steps at once
-            raise CheckpointError(
-                f"state.json: extra.update_debt = {shown(debt)}: allowed: a number in [0, 1)"
-            )
-        rng_state = state.get("replay_rng")
-        if rng_state and hasattr(self.replay, "rng"):
-            state_io.set_generator_state(self.replay.rng, rng_state, "state.json: extra.replay_rng")
-        super().set_extra_state(state)
-        self._update_debt = float(debt)
-
-    def replay_state(self) -> dict[str, np.ndarray] | None:
-        from relayrl.replay import UniformReplay
-
-        return self.replay.state() if isinstance(self.replay, UniformReplay) else None
-
-    def load_replay_state(self, state: dict[str, np.ndarray]) -> None:
-        from relayrl.replay import PrioritizedReplay, UniformReplay
-
-        if isinstance(self.replay, UniformReplay):
-            prioritized = isinstance(self.replay, PrioritizedReplay)
-            check_replay_arrays(state, self.replay.capacity, self.spec, prioritized, "replay.npz")
-            self.replay.load_state(state)
-
-
-def check_replay_arrays(
-    arrays: dict[str, np.ndarray], capacity: int, spec: networks.ModelSpec, prioritized: bool, where: str
-) -> None:
-    """Refuse (CheckpointError naming `where`) replay arrays that do not fit a buffer of `capacity` rows of
-    the transitions this algorithm's workers send (rollout.batch_spec)."""
-    from relayrl.core.saved_state import CheckpointError, replay_problem
-    from relayrl.sampling.rollout import batch_spec
-
-    num_actions = int(spec.action_nvec[0]) if spec.action_kind == "categorical" else None
-    problem = replay_problem(arrays, capacity, batch_spec(spec, "transitions"), prioritized, num_actions)
-    if problem is not None:
-        raise CheckpointError(f"{where}: {problem}")

@@ -17,6 +17,7 @@ from relayrl.core.config import knob
 from relayrl.core.ops import piecewise_linear
 from relayrl.learning.placement import refuse_actor_learner
 from relayrl.replay import PrioritizedReplay, UniformReplay
+from relayrl.sampling.settings import Exploration, Sampling
 
 
 @dataclass
@@ -193,18 +194,15 @@ class DQN(InProcessReplayCheckpoint, Algorithm):
         if isinstance(self.replay, RedisReplay):
             self.replay.give_up_by = deadline
 
-    def sampler_extras(self) -> dict[str, Any]:
+    def worker_sampling(self) -> Sampling:
         c: DQNConfig = self.config
-        return {
-            "postprocess": "transitions",
-            "n_step": c.n_step,
-            "explore": {"epsilon": c.exploration_initial_eps},
-        }
+        explore = Exploration(epsilon=c.exploration_initial_eps)
+        return Sampling("transitions", n_step=c.n_step, explore=explore)
 
     def training_step(self) -> dict[str, float]:
         c: DQNConfig = self.config
         with self.timers("sample"):
-            fragments = self.workers.sample(explore={"epsilon": c.epsilon_at(self.timesteps_total)})
+            fragments = self.workers.sample(explore=Exploration(epsilon=c.epsilon_at(self.timesteps_total)))
         steps_before = self.timesteps_total
         self.record_fragments(fragments)
         for fragment in fragments:

@@ -22,7 +22,7 @@ from relayrl.core import checks as C
 from relayrl.core import ops
 from relayrl.core.config import Config, knob
 from relayrl.models import distributions
-from relayrl.sampling.rollout import SamplerSettings
+from relayrl.sampling.settings import Sampling
 
 
 @dataclass
@@ -95,12 +95,8 @@ class IMPALA(Algorithm):
     name = "IMPALA"
     dropped_total = 0  # fragments dropped from a full learner queue
 
-    def sampler_settings(self) -> SamplerSettings:
-        settings = super().sampler_settings()
-        settings.postprocess = (
-            "sequences"  # time-major, with behaviour log-probs: V-trace runs on the learner
-        )
-        return settings
+    def worker_sampling(self) -> Sampling:
+        return Sampling("sequences")  # time-major, with behaviour log-probs: V-trace runs on the learner
 
     def make_workers(self):
         c: IMPALAConfig = self.config

@@ -16,6 +16,7 @@ from relayrl.core.types import concat_fragments
 from relayrl.learning.placement import refuse_actor_learner
 from relayrl.models import tf_distributions as tfd
 from relayrl.models.tf_import import tf
+from relayrl.sampling.settings import Sampling
 
 
 @dataclass
@@ -137,14 +138,15 @@ class PPO(Algorithm):
         )
         return Learner(spec, learner, strategy)
 
-    def sampler_extras(self) -> dict[str, Any]:
-        return {"scale_rewards": self.config.scale_rewards}
+    def worker_sampling(self) -> Sampling:
+        c: PPOConfig = self.config
+        return Sampling(lambda_=c.lambda_, scale_rewards=c.scale_rewards)
 
     def make_workers(self):
         c: PPOConfig = self.config
         if c.update_mode != "gradients":
             return super().make_workers()
-        from relayrl.runtime.ray_async import GradientWorkers
+        from relayrl.runtime.gradient_fleets import GradientWorkers
         from relayrl.sampling.grad_worker import LossRecipe, no_preparation
 
         recipe = LossRecipe(

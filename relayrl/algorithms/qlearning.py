@@ -9,7 +9,6 @@ workers act on it with the same numpy forward pass and epsilon-greedy head as DQ
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -19,6 +18,7 @@ from relayrl.core import checks as C
 from relayrl.core.config import DEFAULT_MODEL, MODEL_CHECKS, knob
 from relayrl.envs.make import env_name
 from relayrl.learning.placement import refuse_learner_settings
+from relayrl.sampling.settings import Exploration, Sampling
 
 
 @dataclass
@@ -148,15 +148,15 @@ class QLearning(Algorithm):
     def build_learner(spec, c: QLearningConfig, strategy=None) -> QTable:
         return QTable(spec.obs_shape[0], spec.action_nvec[0], c.lr, c.gamma)
 
-    def sampler_extras(self) -> dict[str, Any]:
+    def worker_sampling(self) -> Sampling:
         c: QLearningConfig = self.config
-        return {"postprocess": "transitions", "n_step": 1, "explore": {"epsilon": c.exploration_initial_eps}}
+        return Sampling("transitions", n_step=1, explore=Exploration(epsilon=c.exploration_initial_eps))
 
     def training_step(self) -> dict[str, float]:
         c: QLearningConfig = self.config
         epsilon = c.epsilon_at(self.timesteps_total)
         with self.timers("sample"):
-            fragments = self.workers.sample(explore={"epsilon": epsilon})
+            fragments = self.workers.sample(explore=Exploration(epsilon=epsilon))
         self.record_fragments(fragments)
         with self.timers("learn"):
             self.apply_lr_schedule()

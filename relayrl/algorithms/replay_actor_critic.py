@@ -17,6 +17,7 @@ from relayrl.algorithms.base import Algorithm, InProcessReplayCheckpoint
 from relayrl.core import checks as C
 from relayrl.core.config import DEFAULT_MODEL, MODEL_CHECKS, Config, knob
 from relayrl.replay import UniformReplay
+from relayrl.sampling.settings import Exploration, Sampling
 
 ACTOR_CRITIC_MODEL = dict(DEFAULT_MODEL, fcnet_hiddens=[256, 256], fcnet_activation="relu")
 
@@ -101,16 +102,12 @@ class ReplayActorCritic(InProcessReplayCheckpoint, Algorithm):
 
         return {**batch_spec(spec, "transitions"), "weights": ((), np.float32)}
 
-    def explore_settings(self) -> dict[str, Any]:
-        """The workers' exploration settings (Policy.set_explore / rollout.worker_explore)."""
-        return {}
+    def exploration(self) -> Exploration:
+        """How the workers explore (none by default: SAC's actor samples its own actions)."""
+        return Exploration()
 
-    def sampler_extras(self) -> dict[str, Any]:
-        return {
-            "postprocess": "transitions",
-            "n_step": self.config.n_step,
-            "explore": self.explore_settings(),
-        }
+    def worker_sampling(self) -> Sampling:
+        return Sampling("transitions", n_step=self.config.n_step, explore=self.exploration())
 
     def training_step(self) -> dict[str, float]:
         c: ReplayActorCriticConfig = self.config

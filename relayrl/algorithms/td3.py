@@ -13,6 +13,7 @@ from relayrl.algorithms.replay_actor_critic import ReplayActorCritic, ReplayActo
 from relayrl.core import checks as C
 from relayrl.core.config import knob
 from relayrl.models.tf_import import tf
+from relayrl.sampling.settings import Exploration
 
 if TYPE_CHECKING:
     from relayrl.models.actor_critic_models import TD3Model
@@ -83,12 +84,13 @@ class TD3(ReplayActorCritic):
     name = "TD3"
     continuous_head = "deterministic"
 
-    def explore_settings(self) -> dict[str, Any]:
+    def exploration(self) -> Exploration:
         c: TD3Config = self.config
-        explore: dict[str, Any] = {"sigma": c.exploration_noise}
-        if c.exploration_noise_max is not None:
-            explore.update(sigma_max=c.exploration_noise_max, num_workers=c.num_rollout_workers)
-        return explore
+        if c.exploration_noise_max is None:
+            return Exploration(sigma=c.exploration_noise)
+        return Exploration(
+            sigma=c.exploration_noise, sigma_max=c.exploration_noise_max, num_workers=c.num_rollout_workers
+        )
 
     @staticmethod
     def build_learner(spec, c: TD3Config, strategy=None):

@@ -111,7 +111,8 @@ def observation_explore(algo) -> dict:
     """The exploration settings `policy_observations` needs for `algo`'s policy. A deterministic head (TD3)
     explores only with its sigma. Epsilon is left out: DQN's starts at 1 (random actions, start states only);
     without it a Q head samples from its Gumbel-perturbed Q-values."""
-    return {k: v for k, v in (algo.sampler_extras().get("explore") or {}).items() if k == "sigma"}
+    explore = algo.worker_sampling().explore
+    return {} if explore is None or explore.sigma is None else {"sigma": explore.sigma}
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
     served = ServedAlgorithm(PPOConfig.from_tuned("CartPole-v1"), port=0).start()
     while True:
-        result = served.train()          # waits for train_batch_size steps from the clients, updates, publishes
+        result = served.train()   # waits for train_batch_size steps from the clients, updates, publishes
     served.stop()
 
 The algorithm is the registered one, unchanged (PPO's loss, learner and training_step); only its

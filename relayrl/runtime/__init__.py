@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from relayrl.sampling.rollout import SamplerSettings
+from relayrl.core.contracts import SyncFleet
+from relayrl.sampling.settings import SamplerSettings
 
 
 def make_workers(
@@ -12,7 +13,7 @@ def make_workers(
     address: str | None,
     dashboard: bool = False,
     worker_cls: type | None = None,
-):
+) -> SyncFleet:
     if num_workers == 0:
         from relayrl.runtime.local import LocalWorkers
 

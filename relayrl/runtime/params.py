@@ -19,7 +19,10 @@ Weights = list  # list[np.ndarray] in the networks.py layout
 
 
 class ParameterServer:
-    """Loop that uses it:  server.set_weights(w, v)  |  server.apply_gradients(g, v)  ->  server.latest(my_v)."""
+    """Loop that uses it:
+
+    server.set_weights(w, v)  |  server.apply_gradients(g, v)  ->  server.latest(my_v)
+    """
 
     def __init__(self, learner_factory: Callable[[], Any] | None = None):
         self.learner = learner_factory() if learner_factory is not None else None  # only for gradient updates

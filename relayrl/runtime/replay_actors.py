@@ -7,6 +7,8 @@ sampled from all shards in parallel by the learner, which sends priorities back 
     batch = replay.sample(512, beta=0.4)                          # columns + "indices" + "weights" + "shard"
     replay.update_priorities(batch["shard"], batch["indices"], td_errors)   # asynchronous
 
+Ape-X's workers, which feed their shards directly, are in apex_workers.py.
+
 Nothing is lost when a shard dies: every upload carries (source, sequence number), the shard records the last
 sequence it applied per source (and that record travels in its snapshot), and each cache keeps its uploads
 until a snapshot confirms them. A shard restored from its snapshot is sent exactly the uploads after it.
@@ -14,15 +16,12 @@ until a snapshot confirms them. A shard restored from its snapshot is sent exact
 
 from __future__ import annotations
 
-import time
 from collections import deque
 
 import numpy as np
 import ray
 
 from relayrl.replay import PrioritizedReplay, UniformReplay
-from relayrl.runtime.ray_workers import RayRolloutWorker
-from relayrl.sampling.rollout import EnvError
 
 
 class ReplayShard:
@@ -176,7 +175,8 @@ class ShardedReplay:
         self.snapshots: list[dict | None] = [None] * num_shards
         self.restarts = 0
         self.on_restore = None  # callback(shard_index, new_shard): re-attach the workers that fed it
-        self._rng = np.random.default_rng(seed)
+        self.rng = np.random.default_rng(seed)  # interleaves the shards' rows (checkpointed as replay_rng)
+        self._filled = False  # every shard held a learner batch once (sizes only grow)
 
     def snapshot(self) -> dict[int, int]:
         """Copy every shard's arrays to the driver (kept in memory; a checkpoint may write them out).
@@ -223,7 +223,7 @@ class ShardedReplay:
 
     def all_shards_filled(self, min_rows: int = 1) -> bool:
         """True once every shard holds min_rows (sampling asks every shard for its share)."""
-        if not getattr(self, "_filled", False):
+        if not self._filled:
             self._filled = all(n >= min_rows for n in ray.get([s.size.remote() for s in self.shards]))
         return self._filled
 
@@ -243,7 +243,7 @@ class ShardedReplay:
                 parts.append(ray.get(self.shards[i].sample.remote(*self._last_request)))
         # interleave the shards' rows: the learner cuts this sample into minibatches, and each shard is fed
         # by its own workers (their own epsilons), so unshuffled minibatches would each see one worker's data
-        order = self._rng.permutation(sum(len(p["indices"]) for p in parts))[:n]
+        order = self.rng.permutation(sum(len(p["indices"]) for p in parts))[:n]
         out = {k: np.concatenate([p[k] for p in parts])[order] for k in parts[0]}
         out["shard"] = np.concatenate([np.full(len(p["indices"]), i) for i, p in enumerate(parts)])[order]
         return out
@@ -262,125 +262,3 @@ class ShardedReplay:
         for actor in self.shards:
             ray.kill(actor)
         self.shards = []
-
-
-def q_values(net, obs: np.ndarray, dueling: bool) -> np.ndarray:
-    """Q(s, .) from a worker's numpy Q-network (dueling: V + A - mean A)."""
-    adv = net.dist_inputs(obs)
-    if not dueling:
-        return adv
-    return net.value(obs)[:, None] + adv - adv.mean(axis=1, keepdims=True)
-
-
-def initial_priorities(net, data: dict, dueling: bool) -> np.ndarray:
-    """|n-step TD error| under the worker's own weights, so new rows enter replay with a meaningful
-    priority (Ape-X) instead of the buffer's running maximum."""
-    q = q_values(net, data["obs"], dueling)
-    q_taken = q[np.arange(len(q)), data["actions"].astype(np.int64)]
-    target = data["rewards"] + data["discounts"] * q_values(net, data["next_obs"], dueling).max(axis=1)
-    return np.abs(target - q_taken)
-
-
-class ReplayFeedingWorker:
-    """Mixed into RayRolloutWorker: samples, computes initial priorities and writes its transitions straight
-    into its replay shard through a local cache; only episode statistics go back to the driver. New weights
-    are pulled at most every `pull_every` fragments."""
-
-    def attach_replay(
-        self,
-        shard,
-        flush_rows: int,
-        pull_every: int,
-        dueling: bool,
-        source: int = -1,
-        keep_rows: int | None = None,
-    ) -> None:
-        if getattr(self, "cache", None) is not None:  # a restored shard: keep the cache, resend what it lacks
-            self.cache.retarget(shard)
-            return
-        self.cache = ReplayCache(shard, flush_rows, source, keep_rows)
-        self.pull_every, self.dueling = pull_every, dueling
-        self._since_pull = pull_every  # the first call pulls
-
-    def confirm_replay(self, seq: int) -> None:
-        """The driver's shard snapshot holds this worker's uploads up to `seq`."""
-        self.cache.confirm(seq)
-
-    def flush_replay(self) -> dict:
-        """Upload the partial block, wait for every upload; counts of rows uploaded and dropped."""
-        return {"uploaded": self.cache.wait(), "dropped": self.cache.rows_dropped}
-
-    def sample_into_replay(self, weights_box: list, version: int):
-        if version != self.policy.version and self._since_pull >= self.pull_every:
-            self.set_weights(ray.get(weights_box[0]), version)
-            self._since_pull = 0
-        fragment = self.sample()
-        self._since_pull += 1
-        self.cache.add(fragment.data, initial_priorities(self.policy.net, fragment.data, self.dueling))
-        fragment.data = {}  # the rows went to replay; the driver only needs the statistics
-        return fragment
-
-
-class AsyncSampling:
-    """Keeps one sampling call in flight per worker and relaunches each as soon as it returns, so workers
-    never wait for the learner; `harvest()` collects what finished, without blocking unless asked.
-
-    A worker whose call fails (process killed, env raised) or runs past `timeout_s` is handed to
-    `restart(index, error)`, which replaces `actors[index]` (RayWorkers' budget and backoff) and re-attaches
-    it; the new worker is relaunched at once. Without a `restart` callback failures propagate."""
-
-    def __init__(self, actors: list, method: str, restart=None, timeout_s: float | None = None):
-        self.actors, self.method = actors, method  # the fleet's own list: restarts replace its entries
-        self.restart, self.timeout_s = restart, timeout_s
-        self.in_flight: dict = {}  # ref -> (worker index, launch time)
-        self.weights_box: list = [None]
-        self.version = -1
-
-    def set_weights_ref(self, weights_ref, version: int) -> None:
-        self.weights_box, self.version = [weights_ref], version
-
-    def _launch(self, i: int) -> None:
-        ref = getattr(self.actors[i], self.method).remote(self.weights_box, self.version)
-        self.in_flight[ref] = (i, time.monotonic())
-
-    def _failed(self, i: int, error: BaseException) -> None:
-        if self.restart is None:
-            raise error
-        self.restart(i, getattr(error, "cause", None) or error)
-
-    def harvest(self, block: bool = False, relaunch: bool = True) -> list:
-        """Finished fragments' statistics. relaunch=False leaves finished workers idle (the learner is
-        behind its replay ratio and catches up); the learner itself never waits unless `block`."""
-        if relaunch:
-            busy = {i for i, _ in self.in_flight.values()}
-            for i in range(len(self.actors)):
-                if i not in busy:
-                    self._launch(i)
-        refs = list(self.in_flight)
-        if not refs:
-            return []
-        wait_s = (None if self.timeout_s is None else self.timeout_s) if block else 0
-        ready, _ = ray.wait(refs, num_returns=1 if block else len(refs), timeout=wait_s)
-        results = []
-        for ref in ready:
-            i, _ = self.in_flight.pop(ref)
-            try:
-                results.append(ray.get(ref))
-            except (ray.exceptions.RayError, EnvError) as exc:
-                self._failed(i, exc)
-                self._launch(i)  # the restarted worker samples again at once
-                continue
-            if relaunch:
-                self._launch(i)
-        if self.timeout_s is not None:
-            now = time.monotonic()
-            for ref, (i, launched) in list(self.in_flight.items()):
-                if now - launched > self.timeout_s:
-                    del self.in_flight[ref]
-                    self._failed(i, TimeoutError(f"no fragment within sample_timeout_s={self.timeout_s}"))
-                    self._launch(i)
-        return results
-
-
-class ApexRolloutWorker(ReplayFeedingWorker, RayRolloutWorker):
-    """A rollout worker that feeds its replay shard directly (Ape-X)."""

@@ -7,98 +7,23 @@ The same class runs in the driver (num_rollout_workers=0, no Ray) and inside a R
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from relayrl.core import ops
 from relayrl.core.types import Fragment
 from relayrl.envs.make import env_name, env_seed, make_vector_env
-from relayrl.models.networks import CONTINUOUS_HEADS, OBS_CLIP, ModelSpec, preprocess_obs
+from relayrl.models.networks import OBS_CLIP, preprocess_obs
 from relayrl.models.obs_stats import RunningMoments, moments
 from relayrl.models.policy import Policy
-
-
-@dataclass
-class SamplerSettings:
-    """What a worker needs to know (kept small: it is shipped to every actor's constructor)."""
-
-    env: Any
-    env_config: dict
-    num_envs: int
-    fragment_length: int
-    spec: ModelSpec
-    gamma: float = 0.99
-    lambda_: float = 1.0
-    seed: int | None = None
-    # "gae": flat rows with advantages (on-policy). "sequences": time-major [T, N] columns for learners that
-    # correct off-policy data themselves (IMPALA's V-trace): see RolloutWorker._sequences. "transitions":
-    # n-step replay rows (off-policy): see RolloutWorker._transitions.
-    postprocess: str = "gae"
-    n_step: int = 1
-    explore: dict | None = None  # Policy.set_explore settings; "apex_alpha" + "num_workers" spread epsilons
-    num_env_threads: int = 0  # > 0: a ThreadedVectorEnv keeps that many slow envs stepping at once
-    recreate_failed_envs: bool = (
-        False  # rebuild the envs in place when one raises (else the error propagates)
-    )
-    scale_rewards: bool = False  # divide rewards by the running std of the discounted return (learning only)
-
-
-def batch_spec(spec: ModelSpec, postprocess: str = "gae") -> dict[str, tuple[tuple, type]]:
-    """Column name -> (per-row shape, dtype) of the fragments workers send: the learner compiles its
-    update for exactly this at build time, before the first batch exists."""
-    obs_dtype = np.uint8 if spec.obs_kind == "image" else np.float32
-    if spec.action_kind in CONTINUOUS_HEADS:
-        action = ((spec.action_nvec[0],), np.float32)
-    elif spec.action_kind == "multi_categorical":
-        action = ((len(spec.action_nvec),), np.int64)
-    else:
-        action = ((), np.int64)
-    scalar = ((), np.float32)
-    obs = (tuple(spec.obs_shape), obs_dtype)
-    if postprocess == "transitions":
-        return {"obs": obs, "actions": action, "rewards": scalar, "next_obs": obs, "discounts": scalar}
-    return {
-        "obs": obs,
-        "actions": action,
-        "logp": scalar,
-        "vf_preds": scalar,
-        "advantages": scalar,
-        "value_targets": scalar,
-    }
-
-
-def worker_explore(explore: dict | None, worker_index: int) -> dict:
-    """Per-worker exploration: Ape-X spreads epsilons as eps_i = eps^(1 + alpha * i / (N - 1)) over the
-    N workers (i = 0..N-1), so some workers act almost greedily while others keep exploring; TD3 spreads
-    its noise std as sigma_i = sigma * (sigma_max / sigma)^(i / (N - 1))."""
-    explore = dict(explore or {})
-    alpha, n = explore.pop("apex_alpha", None), explore.pop("num_workers", None)
-    if alpha is not None and n and "epsilon" in explore:
-        i = max(worker_index - 1, 0)
-        explore["epsilon"] = explore["epsilon"] ** (1 + alpha * i / max(n - 1, 1))
-    # TD3: Gaussian noise stds spread geometrically from sigma (first worker) to sigma_max (last)
-    sigma_max = explore.pop("sigma_max", None)
-    if sigma_max is not None and n and n > 1 and explore.get("sigma"):
-        i = max(worker_index - 1, 0)
-        explore["sigma"] = explore["sigma"] * (sigma_max / explore["sigma"]) ** (i / (n - 1))
-    return explore
-
-
-class EnvError(RuntimeError):
-    """An environment produced something unusable (NaN observation or reward, bad shapes)."""
-
-
-class WorkerFailedError(RuntimeError):
-    """A rollout worker kept failing past its restart budget (raised by the Ray fleets)."""
-
-    def __init__(self, worker_index: int, restarts: int, last_error: BaseException):
-        super().__init__(
-            f"rollout worker {worker_index} failed {restarts} times (max_worker_restarts reached); "
-            f"last error: {type(last_error).__name__}: {last_error}"
-        )
-        self.worker_index, self.restarts, self.last_error = worker_index, restarts, last_error
+from relayrl.sampling.settings import (  # noqa: F401 - re-exported: importers of the worker find them here
+    EnvError,
+    Exploration,
+    SamplerSettings,
+    Sampling,
+    WorkerFailedError,
+    batch_spec,
+)
 
 
 class RolloutWorker:
@@ -116,7 +41,7 @@ class RolloutWorker:
             settings.spec,
             self.env.single_action_space,
             seed=None if seed is None else seed + 7919,  # action noise stream != env stream
-            explore=worker_explore(settings.explore, worker_index),
+            explore=settings.explore.for_worker(worker_index).policy_settings(),
         )
         raw_obs, _ = self.env.reset(seed=seed)
         self.obs = preprocess_obs(settings.spec, raw_obs)
@@ -154,7 +79,7 @@ class RolloutWorker:
     def set_state(self, state: dict) -> None:
         """Restore get_state()'s output, read from a checkpoint file: every value must have the type, dtype
         and shape of the one it replaces (state_io.conform); all are checked before any is written.
-        Raises CheckpointError naming the field."""
+        Raises CheckpointError naming the field. The attribute names are this class's, never the file's."""
         from relayrl.core.saved_state import CheckpointError
         from relayrl.sampling import state_io
 
@@ -172,8 +97,9 @@ class RolloutWorker:
         self.return_moments = return_moments
         self.policy.rng.bit_generator.state = policy_rng.bit_generator.state
 
-    def set_explore(self, explore: dict) -> None:
-        self.policy.set_explore(explore)
+    def set_explore(self, explore: Exploration) -> None:
+        """The same settings on every worker (e.g. the driver's current epsilon): no per-worker spread."""
+        self.policy.set_explore(explore.policy_settings())
 
     def get_weights(self) -> tuple[list[np.ndarray], int]:
         return self.policy.get_weights(), self.policy.version
@@ -322,7 +248,8 @@ class RolloutWorker:
         self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid
     ) -> dict[str, np.ndarray]:
         """n-step replay rows (obs, action, discounted n-step reward, bootstrap obs, bootstrap discount);
-        the bootstrap obs of a truncated episode is its final observation, of a terminated one discounted to 0."""
+        the bootstrap obs of a truncated episode is its final observation, of a terminated one
+        discounted to 0."""
         T, N = rewards.shape
         self._check_finite(obs_buf, "observation")
         self._check_finite(rewards, "reward")

@@ -12,6 +12,7 @@ from relayrl.models.policy import Policy
 from relayrl.models.q_models import QModel, dqn_loss
 from relayrl.models.tf_import import tf
 from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
+from relayrl.sampling.settings import Exploration
 from tests.helpers.fakes import CountdownEnv
 
 SPEC = networks.spec_from_spaces(
@@ -97,7 +98,7 @@ def test_worker_emits_n_step_transitions():
         seed=0,
         postprocess="transitions",
         n_step=2,
-        explore={"epsilon": 0.5},
+        explore=Exploration(epsilon=0.5),
     )
     worker = RolloutWorker(settings)
     worker.set_weights(networks.init_weights(spec, np.random.default_rng(0)), 0)
@@ -139,10 +140,11 @@ def test_q_table_update_by_hand():
 
 
 def test_apex_per_worker_epsilons():
-    from relayrl.sampling.rollout import worker_explore
+    from relayrl.sampling.settings import Exploration
 
-    explore = {"epsilon": 0.4, "apex_alpha": 7.0, "num_workers": 4}
+    explore = Exploration(epsilon=0.4, epsilon_alpha=7.0, num_workers=4)
     # eps_i = 0.4 ** (1 + 7 * i / 3) for i = 0..3 (worker_index = i + 1)
-    got = [worker_explore(explore, w)["epsilon"] for w in (1, 2, 3, 4)]
+    got = [explore.for_worker(w).epsilon for w in (1, 2, 3, 4)]
     np.testing.assert_allclose(got, [0.4 ** (1 + 7 * i / 3) for i in range(4)])
-    assert worker_explore({"epsilon": 0.3}, 5) == {"epsilon": 0.3}  # plain DQN: the same epsilon everywhere
+    # plain DQN: the same epsilon everywhere
+    assert Exploration(epsilon=0.3).for_worker(5).policy_settings() == {"epsilon": 0.3}

@@ -11,7 +11,7 @@ from relayrl.algorithms.td3 import TD3, TD3Config, td3_loss
 from relayrl.models import networks
 from relayrl.models.actor_critic_models import SACModel, TD3Model
 from relayrl.models.tf_import import tf
-from relayrl.sampling.rollout import worker_explore
+from relayrl.sampling.settings import Exploration
 
 OBS, ACT = gym.spaces.Box(-9, 9, (1,), np.float32), gym.spaces.Box(-2, 2, (1,), np.float32)
 TINY = {"fcnet_hiddens": [], "fcnet_activation": "relu"}  # actor: one dense layer obs -> head
@@ -212,10 +212,10 @@ def test_sac_learner_groups_follow_their_own_loss():
 
 
 def test_td3_noise_spread_across_workers():
-    explore = {"sigma": 0.1, "sigma_max": 0.4, "num_workers": 3}
-    sigmas = [worker_explore(explore, i)["sigma"] for i in (1, 2, 3)]  # 0.1 * 4^(i / 2) for i = 0, 1, 2
+    explore = Exploration(sigma=0.1, sigma_max=0.4, num_workers=3)
+    sigmas = [explore.for_worker(i).sigma for i in (1, 2, 3)]  # 0.1 * 4^(i / 2) for i = 0, 1, 2
     np.testing.assert_allclose(sigmas, [0.1, 0.2, 0.4])
-    assert worker_explore({"sigma": 0.1}, 2) == {"sigma": 0.1}
+    assert Exploration(sigma=0.1).for_worker(2).policy_settings() == {"sigma": 0.1}
     assert (
         TD3Config().rollouts(num_rollout_workers=3).training(exploration_noise_max=0.4).exploration_noise
         == 0.1

@@ -11,7 +11,7 @@ from tests.helpers.fakes import CountdownEnv, NaNRewardEnv
 GAMMA, LAM, C = 0.9, 0.8, 0.5
 
 
-def constant_value_worker(env_config, fragment_length, env=CountdownEnv):
+def constant_value_worker(env_config, fragment_length, env=CountdownEnv, postprocess="gae"):
     probe = env(env_config)
     spec = networks.spec_from_spaces(probe.observation_space, probe.action_space, DEFAULT_MODEL)
     settings = SamplerSettings(
@@ -23,6 +23,7 @@ def constant_value_worker(env_config, fragment_length, env=CountdownEnv):
         gamma=GAMMA,
         lambda_=LAM,
         seed=0,
+        postprocess=postprocess,
     )
     worker = RolloutWorker(settings)
     weights = networks.init_weights(spec, np.random.default_rng(0))
@@ -109,8 +110,7 @@ def test_seeded_workers_repeat_and_differ_by_index():
 
 
 def test_sequences_mode_keeps_time_major_columns_and_marks_reset_steps():
-    worker = constant_value_worker({"terminate_at": 3}, fragment_length=8)
-    worker.s.postprocess = "sequences"
+    worker = constant_value_worker({"terminate_at": 3}, fragment_length=8, postprocess="sequences")
     frag = worker.sample()
     d = frag.data
     assert d["obs"].shape == (9, 2, 1) and d["actions"].shape == (8, 2) and d["logp"].shape == (8, 2)

@@ -1,0 +1,94 @@
+"""Starting or joining Ray, and the cluster-wide figures the fleets report (CPUs, object-store bytes)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import ray
+
+# Workers on N cores must not each start N BLAS / TF threads and fight over them.
+WORKER_ENV = {
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "TF_NUM_INTRAOP_THREADS": "1",
+    "TF_NUM_INTEROP_THREADS": "1",
+    "TF_CPP_MIN_LOG_LEVEL": "3",
+}
+
+
+def init_ray(address: str | None = None, dashboard: bool = False) -> bool:
+    """Start an embedded Ray (or join `address`) unless one is running; True if this call started it.
+    The dashboard stays off unless asked for, and then listens on 127.0.0.1 only."""
+    if ray.is_initialized():
+        return False
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if address is not None:
+        extra: dict = {}  # joining a cluster: its head decides about the dashboard
+    else:
+        # An embedded Ray keeps to loopback. Ray 2.60 rewrites _node_ip_address to the machine's address and
+        # listens on all interfaces unless its "clusters enabled" switch is off: that switch is read from
+        # RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER when Ray is imported (here: already), so it is set both for the
+        # processes ray.init is about to start and on the imported constant. Joining a cluster (address
+        # given) leaves both alone. tests/integration/runtime/test_security.py lists every listening socket.
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+        ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+        extra = {"include_dashboard": dashboard, "_node_ip_address": "127.0.0.1"}
+        if dashboard:
+            extra["dashboard_host"] = "127.0.0.1"
+    global _dashboard_url
+    context = ray.init(
+        address=address,
+        runtime_env={"env_vars": WORKER_ENV},
+        logging_level=logging.ERROR,
+        configure_logging=True,
+        **extra,
+    )
+    # Ray's context object: older Ray versions had no dashboard_url member
+    url = getattr(context, "dashboard_url", None)
+    _dashboard_url = (url if url.startswith("http") else f"http://{url}") if url else None
+    return True
+
+
+_dashboard_url: str | None = None
+
+
+def cluster_cpus() -> float:
+    """CPUs of the connected cluster (starts the embedded Ray if none is running)."""
+    init_ray()
+    return float(ray.cluster_resources().get("CPU", 1.0))
+
+
+def dashboard_url() -> str | None:
+    """http://host:port of the dashboard of the Ray this process started, or None."""
+    return _dashboard_url
+
+
+def kill_quietly(actor) -> None:
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - it may be dead already
+        pass
+
+
+class ObjectStoreGauge:
+    """Bytes in the object store, asked of the raylet at most every 2 s (~4 ms per ask here)."""
+
+    def __init__(self) -> None:
+        self._gcs_state, self._bytes, self._checked_at = None, 0, float("-inf")
+
+    def __call__(self) -> int:
+        now = time.monotonic()
+        if now - self._checked_at >= 2.0:
+            self._checked_at = now
+            try:  # Ray has no public API for this figure; degrade to the last value if the private one moves
+                from ray._private.internal_api import get_memory_info_reply, get_state_from_address
+
+                if self._gcs_state is None:
+                    self._gcs_state = get_state_from_address(ray.get_runtime_context().gcs_address)
+                self._bytes = int(get_memory_info_reply(self._gcs_state).store_stats.object_store_bytes_used)
+            except Exception:  # noqa: BLE001 - a metric must never stop training
+                pass
+        return self._bytes
