@@ -12,7 +12,9 @@ import tests.helpers.fakes
 from relayrl import ApeXConfig
 from tests.helpers.fakes import FaultyCartPole
 
-cloudpickle.register_pickle_by_value(tests.helpers.fakes)  # Ray workers get the fake env by value, not by import
+cloudpickle.register_pickle_by_value(
+    tests.helpers.fakes
+)  # Ray workers get the fake env by value, not by import
 
 
 def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):

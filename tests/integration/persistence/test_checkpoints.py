@@ -17,7 +17,6 @@ from relayrl.core.saved_state import CheckpointError
 from relayrl.persistence import checkpoint
 from tests.helpers.paths import HELPERS, ROOT
 
-ROOT = ROOT
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(ROOT))
 
 

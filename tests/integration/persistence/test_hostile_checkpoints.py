@@ -28,7 +28,6 @@ from tests.helpers.checkpoint_edits import (
 )
 from tests.helpers.paths import ROOT
 
-ROOT = ROOT
 TRAIN_FLAGS = [
     "--envs-per-worker",
     "2",

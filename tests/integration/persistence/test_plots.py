@@ -13,7 +13,6 @@ from relayrl import PPOConfig
 from relayrl.cli import app as cli
 from tests.helpers.paths import ROOT
 
-ROOT = ROOT
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(ROOT))
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -12,7 +12,6 @@ import pytest
 
 from tests.helpers.paths import ROOT
 
-ROOT = ROOT
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(ROOT))
 
 

@@ -23,7 +23,6 @@ import pytest
 
 from tests.helpers.paths import ROOT
 
-ROOT = ROOT
 DOCS = ROOT / "docs"
 RUNNABLE = {
     "python": "python",

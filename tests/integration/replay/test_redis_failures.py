@@ -19,8 +19,6 @@ import pytest
 from relayrl.replay.redis_replay import RedisReplay, RedisStartError, ReplayUnavailableError
 from tests.helpers.paths import ROOT
 
-ROOT = ROOT
-
 
 def rows(start: int, n: int) -> dict[str, np.ndarray]:
     actions = np.arange(start, start + n)

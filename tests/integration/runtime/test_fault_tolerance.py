@@ -13,7 +13,9 @@ from relayrl import PPOConfig
 from relayrl.runtime.ray_workers import WorkerFailedError
 from tests.helpers.fakes import FaultyCartPole
 
-cloudpickle.register_pickle_by_value(tests.helpers.fakes)  # Ray workers get the fake env by value, not by import
+cloudpickle.register_pickle_by_value(
+    tests.helpers.fakes
+)  # Ray workers get the fake env by value, not by import
 
 
 def faulty_config(tmp_path, fault: str, **fault_tolerance):

@@ -8,7 +8,6 @@ import re
 
 from tests.helpers.paths import ROOT
 
-ROOT = ROOT
 DOCS = ROOT / "docs"
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 CODE = re.compile(r"^```.*?^```|`[^`\n]*`", re.M | re.S)  # links inside code are not links
