@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from slow_api_env import SlowApiEnv  # noqa: E402
 
-from relayrl.core.config import DEFAULT_MODEL  # noqa: E402
+from relayrl.core.knobs import DEFAULT_MODEL  # noqa: E402
 from relayrl.models import networks
 from relayrl.sampling.rollout import RolloutWorker, SamplerSettings  # noqa: E402
 

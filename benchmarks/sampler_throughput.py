@@ -17,7 +17,7 @@ import time
 import gymnasium as gym
 import numpy as np
 
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
 

@@ -115,7 +115,7 @@ def _check_args(kind: str, args: tuple) -> str | None:
 def check_against(specs: list[SearchSpec], config) -> None:
     """Every searched key must be a field of `config` (or a model option) and every value the spec can
     produce at its ends must pass that field's check: ValueError naming the expression otherwise."""
-    from relayrl.core.config import MODEL_CHECKS
+    from relayrl.core.knobs import MODEL_CHECKS
 
     fields = {f: None for f in config.field_docs()}
     seen = set()

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from relayrl.core.checks import is_int
-from relayrl.core.config import SECRET_FIELDS
+from relayrl.core.knobs import SECRET_FIELDS
 from relayrl.core.saved_state import FORMAT, CheckpointError, shown, state_problem
 
 MARKER = "COMPLETE"

@@ -42,7 +42,7 @@ class RunRecord:
 
     def __init__(self, log_dir: str, algo: str, config: dict[str, Any]):
         from relayrl import __version__
-        from relayrl.core.config import SECRET_FIELDS
+        from relayrl.core.knobs import SECRET_FIELDS
 
         self.log_dir = log_dir
         self.path = os.path.join(log_dir, PROGRESS_FILE)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from relayrl.algorithms.dqn import DQNConfig
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.models.policy import Policy
 from relayrl.models.q_models import QModel, dqn_loss

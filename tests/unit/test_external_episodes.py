@@ -8,7 +8,7 @@ import time
 import numpy as np
 import pytest
 
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.policy_server.episodes import ExternalEpisodes
 from relayrl.policy_server.wire import RequestError
