@@ -1,4 +1,5 @@
-"""The files a run leaves in its log directory besides TensorBoard's: config.json, progress.csv, learning_curve.png.
+"""The files a run leaves in its log directory besides TensorBoard's: config.json, progress.csv,
+learning_curve.png.
 
 - `config.json`: {"algo": name, "relayrl_version": ..., "config": the config's fields (secrets left out)}, so
   `relayrl plot` can group runs by algorithm, env or any field.
