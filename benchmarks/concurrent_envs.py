@@ -77,7 +77,8 @@ def main() -> None:
     thr = threaded_steps_per_s(env_config, args.envs, args.seconds)
     cores = len(os.sched_getaffinity(0))
     print(
-        f"cores available: {cores}; env step latency {args.latency * 1000:.0f} ms + U[0, {args.jitter * 1000:.0f}) ms"
+        f"cores available: {cores}; env step latency {args.latency * 1000:.0f} ms + "
+        f"U[0, {args.jitter * 1000:.0f}) ms"
     )
     print(f"sequential, 1 env:                      {seq:8.1f} steps/s")
     print(f"threaded, 1 worker, {args.envs} envs in flight:   {thr:8.1f} steps/s")

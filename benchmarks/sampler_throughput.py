@@ -126,7 +126,8 @@ def main() -> None:
             ray_ratio_vs_one_raw=round(fleet / raw, 3),
         )
         print(
-            f"relayrl {args.ray_workers} Ray workers x {args.envs} envs: {fleet:>12,.0f} steps/s   ratio vs one raw {fleet / raw:.2f}"
+            f"relayrl {args.ray_workers} Ray workers x {args.envs} envs: {fleet:>12,.0f} steps/s   "
+            f"ratio vs one raw {fleet / raw:.2f}"
         )
     print(json.dumps(out))
 
