@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from slow_api_env import SlowApiEnv  # noqa: E402
 
-from relayrl.core.config import DEFAULT_MODEL  # noqa: E402
+from relayrl.core.knobs import DEFAULT_MODEL  # noqa: E402
 from relayrl.models import networks
 from relayrl.sampling.rollout import RolloutWorker, SamplerSettings  # noqa: E402
 
@@ -77,7 +77,8 @@ def main() -> None:
     thr = threaded_steps_per_s(env_config, args.envs, args.seconds)
     cores = len(os.sched_getaffinity(0))
     print(
-        f"cores available: {cores}; env step latency {args.latency * 1000:.0f} ms + U[0, {args.jitter * 1000:.0f}) ms"
+        f"cores available: {cores}; env step latency {args.latency * 1000:.0f} ms + "
+        f"U[0, {args.jitter * 1000:.0f}) ms"
     )
     print(f"sequential, 1 env:                      {seq:8.1f} steps/s")
     print(f"threaded, 1 worker, {args.envs} envs in flight:   {thr:8.1f} steps/s")

@@ -68,7 +68,8 @@ def main() -> None:
             t = r["time_to_solve_s"] if r["solved"] else float("inf")
             times.append(t)
             print(
-                f"{kind} seed={seed}: solved={r['solved']} time_to_solve_s={t:.2f} steps={r['timesteps_total']} "
+                f"{kind} seed={seed}: solved={r['solved']} time_to_solve_s={t:.2f} "
+                f"steps={r['timesteps_total']} "
                 f"steps/s={r['timesteps_total'] / r['time_total_s']:.0f}",
                 flush=True,
             )

@@ -29,9 +29,14 @@ env = gym.make("CartPole-v1")
 spec = networks.spec_from_spaces(env.observation_space, env.action_space, config.model)
 weights = networks.init_weights(spec, np.random.default_rng(0))
 rng = np.random.default_rng(1); B = 1024
-batch = {"obs": rng.standard_normal((B, 4)).astype(np.float32), "actions": rng.integers(0, 2, B),
-         "logp": np.log(rng.uniform(0.3, 0.7, B)).astype(np.float32), "vf_preds": rng.standard_normal(B).astype(np.float32),
-         "advantages": rng.standard_normal(B).astype(np.float32), "value_targets": rng.standard_normal(B).astype(np.float32)}
+batch = {
+    "obs": rng.standard_normal((B, 4)).astype(np.float32),
+    "actions": rng.integers(0, 2, B),
+    "logp": np.log(rng.uniform(0.3, 0.7, B)).astype(np.float32),
+    "vf_preds": rng.standard_normal(B).astype(np.float32),
+    "advantages": rng.standard_normal(B).astype(np.float32),
+    "value_targets": rng.standard_normal(B).astype(np.float32),
+}
 idx = np.concatenate([rng.permutation(B).reshape(4, 256) for _ in range(4)])
 out = {}
 for name, strategy in (("one", None), ("mirrored", tf.distribute.MirroredStrategy(["/gpu:0", "/gpu:1"]))):

@@ -31,7 +31,7 @@ def main() -> None:
     rss, store = [], []
     start = time.time()
     try:
-        for i in range(args.iterations):
+        for _ in range(args.iterations):
             r = algo.train()
             rss.append(r["memory/driver_rss_bytes"])
             store.append(r["memory/object_store_bytes"])
@@ -41,8 +41,9 @@ def main() -> None:
     rss_slope = float(np.polyfit(x, np.asarray(rss[args.warmup :], float), 1)[0])
     store_slope = float(np.polyfit(x, np.asarray(store[args.warmup :], float), 1)[0])
     print(
-        f"{args.iterations} iterations in {time.time() - start:.0f} s; after {args.warmup} warm-up iterations: "
-        f"driver RSS slope {rss_slope:+.1f} bytes/iteration ({rss[args.warmup] / 2**20:.0f} -> {rss[-1] / 2**20:.0f} MiB), "
+        f"{args.iterations} iterations in {time.time() - start:.0f} s; after {args.warmup} warm-up "
+        f"iterations: driver RSS slope {rss_slope:+.1f} bytes/iteration "
+        f"({rss[args.warmup] / 2**20:.0f} -> {rss[-1] / 2**20:.0f} MiB), "
         f"object store slope {store_slope:+.1f} bytes/iteration ({store[args.warmup]} -> {store[-1]} bytes)"
     )
     print(

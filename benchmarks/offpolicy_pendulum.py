@@ -5,10 +5,11 @@
     python benchmarks/offpolicy_pendulum.py [--algos sac td3] [--seeds 0 1] [--no-sb3-size]
 
 Per run it prints: time to solve, env steps, gradient updates, updates/s over the training loop (sampling
-included: how Stable-Baselines3's figure is counted) and updates/s of the compiled update alone. Then, in fresh
-processes, the update rate at Stable-Baselines3's zoo network size (256x256 actor and critics, batch 256), which
-is the like-for-like comparison for the updates/s figure. Ratios are against the issue's reference figures
-(SB3 zoo SAC 33.8 s and 134 updates/s, TD3 43.5 s), measured on this kind of machine but not in this run.
+included: how Stable-Baselines3's figure is counted) and updates/s of the compiled update alone. Then, in
+fresh processes, the update rate at Stable-Baselines3's zoo network size (256x256 actor and critics, batch
+256), which is the like-for-like comparison for the updates/s figure. Ratios are against the issue's
+reference figures (SB3 zoo SAC 33.8 s and 134 updates/s, TD3 43.5 s), measured on this kind of machine but
+not in this run.
 """
 
 from __future__ import annotations
@@ -120,19 +121,23 @@ def main() -> None:
             update_rate = updates / r["learner/update_time_total_s"]
             times.append(t), loop_rates.append(loop_rate), update_rates.append(update_rate)
             print(
-                f"{algo} seed={seed}: solved={r['solved']} time_to_solve_s={t:.2f} (training loop {r['time_total_s']:.2f} s) "
-                f"steps={r['timesteps_total']} updates={updates:.0f} updates/s: {loop_rate:.0f} over the training loop, "
+                f"{algo} seed={seed}: solved={r['solved']} time_to_solve_s={t:.2f} "
+                f"(training loop {r['time_total_s']:.2f} s) "
+                f"steps={r['timesteps_total']} updates={updates:.0f} updates/s: {loop_rate:.0f} over the "
+                f"training loop, "
                 f"{update_rate:.0f} in the compiled update; reward={r['episode_reward_mean']:.1f}",
                 flush=True,
             )
         median, loop_rate = statistics.median(times), statistics.median(loop_rates)
         ref_name, ref = REFERENCE_S[algo]
         line = (
-            f"{algo}: median time_to_solve_s {median:.2f} (target <= {TARGET_S[algo]:.0f} s)   ratio vs {ref_name} "
-            f"({ref} s, reference): {median / ref:.2f}   median updates/s over the training loop {loop_rate:.0f}"
+            f"{algo}: median time_to_solve_s {median:.2f} (target <= {TARGET_S[algo]:.0f} s)   "
+            f"ratio vs {ref_name} ({ref} s, reference): {median / ref:.2f}   "
+            f"median updates/s over the training loop {loop_rate:.0f}"
         )
         if algo in REFERENCE_UPDATES:
-            line += f" (ratio vs {REFERENCE_UPDATES[algo][1]:.0f}/s: {loop_rate / REFERENCE_UPDATES[algo][1]:.2f})"
+            ref_rate = REFERENCE_UPDATES[algo][1]
+            line += f" (ratio vs {ref_rate:.0f}/s: {loop_rate / ref_rate:.2f})"
         print(line, flush=True)
         summary[algo] = {
             "median_time_to_solve_s": median,
@@ -152,12 +157,14 @@ def main() -> None:
                 )
                 rate = float(proc.stdout.strip().splitlines()[-1])
                 ratio = (
-                    f" (ratio vs SB3 zoo {REFERENCE_UPDATES[algo][1]:.0f}/s, target >= 270/s: {rate / REFERENCE_UPDATES[algo][1]:.2f})"
+                    f" (ratio vs SB3 zoo {REFERENCE_UPDATES[algo][1]:.0f}/s, target >= 270/s: "
+                    f"{rate / REFERENCE_UPDATES[algo][1]:.2f})"
                     if algo in REFERENCE_UPDATES
                     else ""
                 )
                 print(
-                    f"{algo}: compiled update at SB3 zoo size (256x256, batch 256, 64 updates per call), {threads} thread(s): "
+                    f"{algo}: compiled update at SB3 zoo size (256x256, batch 256, 64 updates per call), "
+                    f"{threads} thread(s): "
                     f"{rate:.0f} updates/s{ratio}",
                     flush=True,
                 )

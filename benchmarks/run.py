@@ -144,7 +144,8 @@ def run_all(
                         append_csv(csv_path, row)
                         t = row.get("time_to_solve_s") or row.get("first_iter_s")
                         print(
-                            f"{workload} {lib}{'/' + variant if variant else ''} seed={seed}: solved={row.get('solved')} "
+                            f"{workload} {lib}{'/' + variant if variant else ''} seed={seed}: "
+                            f"solved={row.get('solved')} "
                             f"t={t} steps/s={row.get('steps_per_s')} updates/s={row.get('updates_per_s')} "
                             f"return={row.get('final_return')} load={row.get('load1_before')}"
                             f"{' ERROR ' + row['error'][:200] if row.get('error') else ''}",
@@ -169,7 +170,7 @@ def _num(value) -> float | None:
 
 
 def metric_values(rows: list[dict], column: str) -> list[float]:
-    """One value per run; an unsolved run counts as infinite time (so a median of 3 with 2 unsolved is inf)."""
+    """One value per run; an unsolved run counts as infinite time (a median of 3 with 2 unsolved is inf)."""
     out = []
     for r in rows:
         if r.get("error") and not r.get("error", "").startswith("timeout"):
@@ -269,8 +270,8 @@ def table(summary: dict) -> str:
             cells = {}
             for lib in libs_present:
                 parts = []
-                for w, l, var in sorted(k for k in keys if k[1] == lib):
-                    s = summary[(w, l, var)]
+                for w, lib_name, var in sorted(k for k in keys if k[1] == lib):
+                    s = summary[(w, lib_name, var)]
                     if column in s["stats"]:
                         med, n, solved = s["stats"][column]
                         extra = f" ({solved}/{n} solved)" if column == "time_to_solve_s" else f" (n={n})"
@@ -284,8 +285,8 @@ def table(summary: dict) -> str:
             sb3 = summary.get((workload, "sb3", ""), {}).get("stats", {}).get(column)
             ratios, targets, verdicts = [], [], []
             keys_relayrl = [k for k in keys if k[1] == "relayrl"]
-            for w, l, var in sorted(k for k in keys if k[1] == "relayrl"):
-                stat = summary[(w, l, var)]["stats"].get(column)
+            for w, lib_name, var in sorted(k for k in keys if k[1] == "relayrl"):
+                stat = summary[(w, lib_name, var)]["stats"].get(column)
                 if stat is None:
                     continue
                 r, t, v = verdict(target, stat[0], var, best, sb3[0] if sb3 else None)
@@ -293,11 +294,8 @@ def table(summary: dict) -> str:
                 ratios.append(tag + r)
                 targets.append(tag + t)
                 verdicts.append(tag + v)
-            best_txt = (
-                f" ({'vs' if workload == 'W3' else 'best'}: {best[1]}{'/' + best[2] if best and best[2] else ''})"
-                if best
-                else ""
-            )
+            best_variant = "/" + best[2] if best and best[2] else ""
+            best_txt = f" ({'vs' if workload == 'W3' else 'best'}: {best[1]}{best_variant})" if best else ""
             row = (
                 [workload, label]
                 + [cells[lib] for lib in libs_present]

@@ -17,7 +17,7 @@ import time
 import gymnasium as gym
 import numpy as np
 
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
 
@@ -126,7 +126,8 @@ def main() -> None:
             ray_ratio_vs_one_raw=round(fleet / raw, 3),
         )
         print(
-            f"relayrl {args.ray_workers} Ray workers x {args.envs} envs: {fleet:>12,.0f} steps/s   ratio vs one raw {fleet / raw:.2f}"
+            f"relayrl {args.ray_workers} Ray workers x {args.envs} envs: {fleet:>12,.0f} steps/s   "
+            f"ratio vs one raw {fleet / raw:.2f}"
         )
     print(json.dumps(out))
 

@@ -1,5 +1,6 @@
 """Scaling on a latency-bound env: CartPole whose step sleeps 10 ms (relayrl/SlowCartPole-v1), one env per
-worker, 1..8 Ray workers on this machine's cores. Runs `relayrl scale` and prints throughput(8) / throughput(1).
+worker, 1..8 Ray workers on this machine's cores. Runs `relayrl scale` and prints
+throughput(8) / throughput(1).
 
     python benchmarks/scale_latency_bound.py [--workers 1,2,4,8] [--out DIR]
 """

@@ -90,7 +90,8 @@ def main() -> None:
             t = r["time_to_solve_s"] if r["solved"] else float("inf")
             times.append(t)
             print(
-                f"{args.algo} {args.env} workers={workers} seed={seed}: solved={r['solved']} time_to_solve_s={t:.2f} "
+                f"{args.algo} {args.env} workers={workers} seed={seed}: solved={r['solved']} "
+                f"time_to_solve_s={t:.2f} "
                 f"steps={r['timesteps_total']} iterations={r['training_iteration']} ({r['diagnosis']})",
                 flush=True,
             )

@@ -56,7 +56,8 @@ def main() -> None:
         del ref
     v, r = float(np.median(by_value)), float(np.median(by_ref))
     print(
-        f"{args.mb:.0f} MB to {args.workers} workers: by value {v * 1e3:8.1f} ms   one ray.put + ObjectRef {r * 1e3:8.1f} ms   speed-up {v / r:.1f}x"
+        f"{args.mb:.0f} MB to {args.workers} workers: by value {v * 1e3:8.1f} ms   "
+        f"one ray.put + ObjectRef {r * 1e3:8.1f} ms   speed-up {v / r:.1f}x"
     )
     print(
         json.dumps(

@@ -5,7 +5,8 @@
 - `docs/configuration.md`: the table of the fields every algorithm shares.
 
     python docs/gen_config_tables.py           # rewrite the marked regions in place
-    python docs/gen_config_tables.py --check   # exit 1 and name the stale pages (tests/unit/project/test_docs_tables.py)
+    python docs/gen_config_tables.py --check   # exit 1 and name the stale pages
+                                               # (tests/unit/project/test_docs_tables.py)
 
 A region is the text between `<!-- BEGIN generated:KIND:NAME -->` and `<!-- END generated -->`.
 Importing the config classes does not import TensorFlow.

@@ -33,12 +33,13 @@ def run(address: str, seed: int = 0, max_seconds: float = 600.0, max_episodes: i
                     obs, reward, terminated, truncated, _ = env.step(action)
                     client.log_returns(episode_id, reward)
                     if terminated or truncated:
-                        # truncated (the 500-step limit): the server bootstraps from V(obs), as gymnasium means it
+                        # truncated (the 500-step limit): the server bootstraps from V(obs), as gymnasium
+                        # means it
                         client.end_episode(episode_id, obs, truncated=truncated)
                         episodes += 1
                         break
             except EpisodeLostError:
-                pass  # the server restarted or evicted this episode while idle: play a new one from a fresh reset
+                pass  # the server restarted or evicted this idle episode: play a new one from a fresh reset
             obs, _ = env.reset()
     except (ConnectionError, OSError, http.client.HTTPException):
         pass  # the server stopped (e.g. it reached its --stop-reward), possibly cutting a reply short

@@ -7,8 +7,9 @@ the translation at the server's boundary:
   - decode_action: the policy's Discrete(4) choice -> one of the reply strings (a tool-call vocabulary).
 Clients send and receive plain strings; the server trains PPO on the encoded experience.
 
-    PYTHONPATH=examples relayrl serve ppo --env text_commands:TextCommands-v0 --codec text_commands:CommandCodec \\
-        --port 9901 --set train_batch_size=256 --set sgd_minibatch_size=64 --set lr=0.003 &
+    PYTHONPATH=examples relayrl serve ppo --env text_commands:TextCommands-v0 \\
+        --codec text_commands:CommandCodec --port 9901 \\
+        --set train_batch_size=256 --set sgd_minibatch_size=64 --set lr=0.003 &
     python examples/text_commands.py --address http://127.0.0.1:9901
 """
 

@@ -302,8 +302,8 @@ def cli(
     line_parser=None,
     child_main: Callable | None = None,
 ) -> None:
-    """The shared command line of every runner: `--workload W --seed S [--variant V]` runs the child and prints
-    one JSON line; `--child ...` is the child itself."""
+    """The shared command line of every runner: `--workload W --seed S [--variant V]` runs the child and
+    prints one JSON line; `--child ...` is the child itself."""
     import argparse
 
     p = argparse.ArgumentParser(description=f"{library} anchor runner")

@@ -122,7 +122,7 @@ def w3_child(w: common.Workload, seed: int, variant: str, seconds: float = 4.0) 
                     env.step(a)
             return len(actions) * num_envs
     elif variant.startswith("worker"):
-        from relayrl.core.config import DEFAULT_MODEL
+        from relayrl.core.knobs import DEFAULT_MODEL
         from relayrl.models import networks
         from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
 

@@ -13,7 +13,8 @@ import numpy as np
 
 from relayrl.algorithms.base import Algorithm
 from relayrl.core import checks as C
-from relayrl.core.config import Config, knob
+from relayrl.core.config import Config
+from relayrl.core.knobs import knob
 from relayrl.core.types import concat_fragments
 from relayrl.learning.placement import refuse_actor_learner
 from relayrl.models import tf_distributions as tfd

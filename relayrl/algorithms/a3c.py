@@ -18,7 +18,8 @@ import numpy as np
 from relayrl.algorithms.a2c import A2C_METRICS, a2c_loss, build_a2c_learner, loss_hparams, prepare_batch
 from relayrl.algorithms.base import Algorithm
 from relayrl.core import checks as C
-from relayrl.core.config import Config, knob
+from relayrl.core.config import Config
+from relayrl.core.knobs import knob
 from relayrl.learning.placement import refuse_learner_settings
 from relayrl.sampling.settings import Sampling
 

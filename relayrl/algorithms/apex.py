@@ -12,7 +12,7 @@ import numpy as np
 
 from relayrl.algorithms.dqn import DQN, DQNConfig
 from relayrl.core import checks as C
-from relayrl.core.config import knob
+from relayrl.core.knobs import knob
 from relayrl.core.ops import piecewise_linear
 from relayrl.sampling.settings import Exploration, Sampling
 
@@ -53,7 +53,8 @@ class ApeXConfig(DQNConfig):
             )
         if self.num_rollout_workers < 1:
             raise ValueError(
-                "ApeXConfig.num_rollout_workers = 0 is invalid: allowed: an integer >= 1 (Ape-X workers are Ray actors)"
+                "ApeXConfig.num_rollout_workers = 0 is invalid: allowed: an integer >= 1 "
+                "(Ape-X workers are Ray actors)"
             )
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from relayrl.algorithms.base import Algorithm, InProcessReplayCheckpoint
 from relayrl.algorithms.epsilon_greedy import EpsilonGreedyConfig
 from relayrl.core import checks as C
-from relayrl.core.config import knob
+from relayrl.core.knobs import knob
 from relayrl.core.ops import piecewise_linear
 from relayrl.learning.placement import refuse_actor_learner
 from relayrl.replay import PrioritizedReplay, UniformReplay
@@ -115,8 +115,8 @@ class DQNConfig(EpsilonGreedyConfig):
                 )
             if self.prioritized_replay:
                 raise ValueError(
-                    f"{type(self).__name__}.prioritized_replay = True is invalid with replay_backend='redis': "
-                    f"allowed: False (the Redis backend is uniform)"
+                    f"{type(self).__name__}.prioritized_replay = True is invalid with "
+                    "replay_backend='redis': allowed: False (the Redis backend is uniform)"
                 )
         if self.prioritized_replay:
             refuse_actor_learner(

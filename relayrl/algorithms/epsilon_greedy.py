@@ -6,7 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from relayrl.core import checks as C
-from relayrl.core.config import Config, knob
+from relayrl.core.config import Config
+from relayrl.core.knobs import knob
 from relayrl.core.ops import piecewise_linear
 
 

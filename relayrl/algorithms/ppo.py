@@ -11,7 +11,8 @@ import numpy as np
 from relayrl.algorithms.base import Algorithm
 from relayrl.core import checks as C
 from relayrl.core import ops
-from relayrl.core.config import Config, knob
+from relayrl.core.config import Config
+from relayrl.core.knobs import knob
 from relayrl.core.types import concat_fragments
 from relayrl.learning.placement import refuse_actor_learner
 from relayrl.models import tf_distributions as tfd
@@ -52,7 +53,9 @@ class PPOConfig(Config):
         False,
         "training",
         C.boolean(),
-        "divide rewards by the running std of each worker's discounted return, clipped to +-10 (gymnasium's NormalizeReward, as CleanRL / SB3 use on MuJoCo); episode returns are reported unscaled",
+        "divide rewards by the running std of each worker's discounted return, clipped to +-10 "
+        "(gymnasium's NormalizeReward, as CleanRL / SB3 use on MuJoCo); "
+        "episode returns are reported unscaled",
     )
 
     def validate(self) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 from relayrl.algorithms.base import Algorithm
 from relayrl.algorithms.epsilon_greedy import EpsilonGreedyConfig
 from relayrl.core import checks as C
-from relayrl.core.config import DEFAULT_MODEL, MODEL_CHECKS, knob
+from relayrl.core.knobs import DEFAULT_MODEL, MODEL_CHECKS, knob
 from relayrl.envs.make import env_name
 from relayrl.learning.placement import refuse_learner_settings
 from relayrl.sampling.settings import Exploration, Sampling

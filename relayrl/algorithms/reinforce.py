@@ -15,7 +15,7 @@ from typing import Any
 
 from relayrl.algorithms.a2c import A2C, A2CConfig, prepare_batch
 from relayrl.core import checks as C
-from relayrl.core.config import knob
+from relayrl.core.knobs import knob
 
 
 @dataclass

@@ -15,7 +15,8 @@ import numpy as np
 
 from relayrl.algorithms.base import Algorithm, InProcessReplayCheckpoint
 from relayrl.core import checks as C
-from relayrl.core.config import DEFAULT_MODEL, MODEL_CHECKS, Config, knob
+from relayrl.core.config import Config
+from relayrl.core.knobs import DEFAULT_MODEL, MODEL_CHECKS, knob
 from relayrl.replay import UniformReplay
 from relayrl.sampling.settings import Exploration, Sampling
 
@@ -73,7 +74,8 @@ class ReplayActorCriticConfig(Config):
 
 
 class ReplayActorCritic(InProcessReplayCheckpoint, Algorithm):
-    """training_step: sample -> replay.add -> K = replay_ratio * new steps gradient steps in one call -> sync."""
+    """training_step: sample -> replay.add -> K = replay_ratio * new steps gradient steps in one call ->
+    sync."""
 
     action_kinds = ("gaussian",)
     action_space_hint = " (it needs continuous Box actions: for a Discrete action space use dqn or ppo)"
@@ -144,8 +146,8 @@ class ReplayActorCritic(InProcessReplayCheckpoint, Algorithm):
         return metrics
 
     def export_model(self):
-        """The actor serves actions; `value` is the twin critics' minimum at the served (deterministic) action,
-        Q(s, mu(s)): these methods have no state-value head."""
+        """The actor serves actions; `value` is the twin critics' minimum at the served (deterministic)
+        action, Q(s, mu(s)): these methods have no state-value head."""
         from relayrl.models.actor_critic_models import TwinQ
         from relayrl.models.tf_import import tf
 

@@ -1,6 +1,7 @@
-"""SAC: Soft Actor-Critic (Haarnoja et al. 2018, arXiv:1801.01290; automatic entropy tuning and twin critics
-from arXiv:1812.05905). Maximises return + alpha * entropy with a tanh-squashed Gaussian actor (state-dependent
-log std), twin Q critics with Polyak-averaged targets, and a temperature alpha tuned towards a target entropy."""
+"""SAC: Soft Actor-Critic (Haarnoja et al. 2018, arXiv:1801.01290; automatic entropy tuning and twin
+critics from arXiv:1812.05905). Maximises return + alpha * entropy with a tanh-squashed Gaussian actor
+(state-dependent log std), twin Q critics with Polyak-averaged targets, and a temperature alpha tuned towards
+a target entropy."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from relayrl.algorithms.replay_actor_critic import ReplayActorCritic, ReplayActorCriticConfig
 from relayrl.core import checks as C
-from relayrl.core.config import knob
+from relayrl.core.knobs import knob
 from relayrl.models.tf_import import tf
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from relayrl.algorithms.replay_actor_critic import ReplayActorCritic, ReplayActorCriticConfig
 from relayrl.core import checks as C
-from relayrl.core.config import knob
+from relayrl.core.knobs import knob
 from relayrl.models.tf_import import tf
 from relayrl.sampling.settings import Exploration
 
@@ -37,7 +37,8 @@ class TD3Config(ReplayActorCriticConfig):
         None,
         "training",
         C.optional(C.number(0, strict=True)),
-        "with several workers: worker i explores with std spread geometrically from exploration_noise (first) to this (last); None = all equal",
+        "with several workers: worker i explores with std spread geometrically from exploration_noise "
+        "(first) to this (last); None = all equal",
     )
 
 

@@ -1,8 +1,8 @@
 """`relayrl export CHECKPOINT DIR` and `relayrl evaluate PATH --env ENV --episodes N`.
 
-A checkpoint is data (relayrl/persistence/checkpoint.py): a bad or hostile one is refused with one line naming the file
-and exit status 2, and nothing named in it is imported or called. `--env` is the caller supplying the env
-(needed when the checkpoint's env was a Python callable or an id gymnasium has not registered).
+A checkpoint is data (relayrl/persistence/checkpoint.py): a bad or hostile one is refused with one line naming
+the file and exit status 2, and nothing named in it is imported or called. `--env` is the caller supplying
+the env (needed when the checkpoint's env was a Python callable or an id gymnasium has not registered).
 A SavedModel is different: TensorFlow runs its graph, so evaluate only SavedModels you trust.
 """
 
@@ -114,6 +114,7 @@ def run_evaluate(args: argparse.Namespace) -> int:
     print(
         json.dumps(result)
         if args.json
-        else f"{args.path}: episode_reward_mean {result['episode_reward_mean']:.2f} over {result['episodes']} episodes"
+        else f"{args.path}: episode_reward_mean {result['episode_reward_mean']:.2f} over "
+        f"{result['episodes']} episodes"
     )
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from relayrl.core.config import SECRET_FIELDS
+from relayrl.core.knobs import SECRET_FIELDS
 
 
 def mask_set_item(item: str) -> str:

@@ -142,8 +142,10 @@ def run(
         row = measure(make_config, workers, iterations)
         rows.append(row)
         report(
-            f"workers {workers:>3}: {row['env_steps_per_s']:>10,.0f} env steps/s  {row['time_per_iter_s']:.3f} s/iter  "
-            f"sample {row['sample_frac']:.0%} learn {row['learn_frac']:.0%}  ({time.perf_counter() - start:.1f} s)"
+            f"workers {workers:>3}: {row['env_steps_per_s']:>10,.0f} env steps/s  "
+            f"{row['time_per_iter_s']:.3f} s/iter  "
+            f"sample {row['sample_frac']:.0%} learn {row['learn_frac']:.0%}  "
+            f"({time.perf_counter() - start:.1f} s)"
         )
     add_ratios(rows)
     best = recommend(rows)
@@ -221,7 +223,8 @@ def run_scale(args: argparse.Namespace) -> int:
         else "throughput still grew at the largest count: try more workers"
     )
     print(
-        f"recommended workers: {best} ({why}; {rows[-1]['workers']} workers ran at {rows[-1]['speedup']:.2f}x "
+        f"recommended workers: {best} ({why}; {rows[-1]['workers']} workers ran at "
+        f"{rows[-1]['speedup']:.2f}x "
         f"the throughput of {rows[0]['workers']})"
     )
     return 0

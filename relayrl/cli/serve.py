@@ -99,7 +99,7 @@ def _build_config(args: argparse.Namespace):
     from relayrl.algorithms import REGISTRY, config_class
     from relayrl.cli.common import parse_set
     from relayrl.core import tuned
-    from relayrl.core.config import resolve_callable
+    from relayrl.core.config_io import resolve_callable
     from relayrl.envs.make import check_env_id
 
     if args.algo not in SERVABLE:

@@ -1,4 +1,5 @@
-"""`relayrl train ALGO ENV ...`: train until a stop rule holds, with progress, checkpoints and a final summary."""
+"""`relayrl train ALGO ENV ...`: train until a stop rule holds, with progress, checkpoints and a final
+summary."""
 
 from __future__ import annotations
 
@@ -101,9 +102,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return fail(EXIT_BAD_INPUT, str(exc))
     code = train(args, config, process_start)
-    if (
-        code == EXIT_BAD_INPUT and new_log_dir
-    ):  # refused after the build (e.g. a bad learner file): leave no trace
+    if code == EXIT_BAD_INPUT and new_log_dir:  # refused after the build (a bad learner file): leave no trace
         shutil.rmtree(config.log_dir, ignore_errors=True)
     return code
 
@@ -122,38 +121,18 @@ def make_log_dir(path: str) -> None:
 
 def train(args: argparse.Namespace, config, process_start: float) -> int:
     from relayrl.cli.progress import Progress
-    from relayrl.core.metrics import diagnose
-    from relayrl.replay.redis_replay import ReplayUnavailableError
+    from relayrl.replay.redis_retry import ReplayUnavailableError
     from relayrl.sampling.rollout import EnvError, WorkerFailedError
 
     rules = stop_rules(args)
     progress = Progress(enabled=not args.quiet, log_dir=config.log_dir)
     if getattr(args, "tuned_path", None):
         progress.note(f"tuned defaults from {args.tuned_path}")
-    from relayrl.persistence import checkpoint
-
     ckpt_dir = os.path.join(config.log_dir, "checkpoints")
-    resume = args.resume
-    if resume == "auto":
-        resume = checkpoint.latest(ckpt_dir)
-        progress.note(
-            f"resuming from {resume}"
-            if resume
-            else f"--resume auto: no checkpoint under {ckpt_dir}, starting fresh"
-        )
     try:
-        if resume:  # refuse a bad checkpoint, another algorithm's or another env's, before anything starts
-            checkpoint.verify(resume, algo=config.algo_name)
-            checkpoint.check_resume_env(resume, config.env)
-        algo = config.build()
+        algo = build_resumed(config, resume_path(args.resume, ckpt_dir, progress))
     except ValueError as exc:
         return fail(EXIT_BAD_INPUT, str(exc))
-    if resume:
-        try:
-            algo.restore(resume)
-        except ValueError as exc:
-            algo.stop()
-            return fail(EXIT_BAD_INPUT, str(exc))
     if algo.dashboard_url:
         progress.note(f"Ray dashboard: {algo.dashboard_url} (token auth: see ~/.ray/auth_token)")
     elif config.dashboard:
@@ -191,22 +170,62 @@ def train(args: argparse.Namespace, config, process_start: float) -> int:
     algo.stop()
     if result is None:
         return 130  # interrupted before the first iteration ended
-    final = dict(result)
-    shares = {k: v / max(phase_totals["all"], 1e-9) for k, v in phase_totals.items() if k != "all"}
-    final.update(
-        {
-            "solved": time_to_solve is not None,
-            "time_to_solve_s": time_to_solve,
-            "wall_time_s": time.time() - process_start,
-            "log_dir": config.log_dir,
-            **{f"run/{k}_frac": v for k, v in shares.items()},
-            "diagnosis": diagnose(shares),
-        }
-    )
+    final = run_summary(result, phase_totals, time_to_solve, time.time() - process_start, config.log_dir)
     progress.summary(final)
     if args.json:
         print(json.dumps({k: jsonable(v) for k, v in final.items()}))
     return 0
+
+
+def resume_path(resume: str | None, ckpt_dir: str, progress) -> str | None:
+    """The checkpoint --resume names; 'auto' is the newest complete one under ckpt_dir, if any."""
+    from relayrl.persistence import checkpoint
+
+    if resume != "auto":
+        return resume
+    resume = checkpoint.latest(ckpt_dir)
+    progress.note(
+        f"resuming from {resume}"
+        if resume
+        else f"--resume auto: no checkpoint under {ckpt_dir}, starting fresh"
+    )
+    return resume
+
+
+def build_resumed(config, resume: str | None):
+    """config's Algorithm, restored from `resume` when given; a bad checkpoint, another algorithm's or another
+    env's, is refused (ValueError) before anything starts."""
+    from relayrl.persistence import checkpoint
+
+    if resume:
+        checkpoint.verify(resume, algo=config.algo_name)
+        checkpoint.check_resume_env(resume, config.env)
+    algo = config.build()
+    if resume:
+        try:
+            algo.restore(resume)
+        except ValueError:
+            algo.stop()
+            raise
+    return algo
+
+
+def run_summary(
+    result: dict, phase_totals: dict, time_to_solve: float | None, wall_time_s: float, log_dir: str
+) -> dict:
+    """The last result plus whether and when the run solved, and the share of time in each phase."""
+    from relayrl.core.metrics import diagnose
+
+    shares = {k: v / max(phase_totals["all"], 1e-9) for k, v in phase_totals.items() if k != "all"}
+    return {
+        **result,
+        "solved": time_to_solve is not None,
+        "time_to_solve_s": time_to_solve,
+        "wall_time_s": wall_time_s,
+        "log_dir": log_dir,
+        **{f"run/{k}_frac": v for k, v in shares.items()},
+        "diagnosis": diagnose(shares),
+    }
 
 
 def checkpoint_now(algo, ckpt_dir: str, keep: int, progress) -> None:

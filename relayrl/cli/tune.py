@@ -15,7 +15,7 @@ import sys
 
 def register(sub) -> None:
     from relayrl.cli.common import add_run_args, finite_float, int_at_least
-    from relayrl.integrations.tune import SCHEDULERS
+    from relayrl.integrations.search_space import SCHEDULERS
 
     p = sub.add_parser("tune", help="hyper-parameter search with Ray Tune")
     add_run_args(p)
@@ -76,7 +76,8 @@ def fail(message: str) -> int:
 def run_tune(args: argparse.Namespace) -> int:
     from relayrl.cli.common import config_from_args
     from relayrl.integrations import search_space
-    from relayrl.integrations.tune import check_search, run_search
+    from relayrl.integrations.search_space import check_search
+    from relayrl.integrations.tune import run_search
 
     try:
         specs = [search_space.parse(text) for text in args.search]

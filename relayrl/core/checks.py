@@ -168,7 +168,8 @@ def schedule() -> Check:
         return (
             None
             if ok
-            else "allowed: [[timestep, value], ...] starting at timestep 0, timesteps non-decreasing, values >= 0"
+            else "allowed: [[timestep, value], ...] starting at timestep 0, timesteps non-decreasing, "
+            "values >= 0"
         )
 
     return check

@@ -5,71 +5,23 @@ Every field is declared once with `knob(default, group, check, doc)`; the builde
 `_update` that checks the key belongs to the group and the value passes the field's check.
 `validate()` re-checks everything (fields can be assigned directly or loaded from YAML) plus the
 cross-field rules, so a bad config fails at build time, before any actor starts.
+Field declaration lives in relayrl/core/knobs.py, (de)serialisation in relayrl/core/config_io.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import importlib
 import json
-from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from relayrl.core import checks as C
-
-# Fields never shown or written: check messages say ***; config.json, run records and --print-config drop them.
-SECRET_FIELDS = ("redis_password",)
-GROUPS = ("environment", "rollouts", "resources", "training", "debugging", "reporting", "fault_tolerance")
-_CALLABLE_PREFIX = "callable:"
-# Fields saying where to connect, listen or write. A checkpoint's values for them are never used (loading one
-# must not join a stranger's Ray cluster, send the Redis password elsewhere or write files where it says):
-# they keep their defaults unless the caller sets them.
-HOST_FIELDS = (
-    "address",
-    "dashboard",
-    "log_dir",
-    "replay_backend",
-    "redis_address",
-    "redis_password",
-    "redis_key_prefix",
-    "redis_appendonly",
-)
-
-
-def knob(default: Any, group: str, check: C.Check, doc: str) -> Any:
-    """Declare a config field: its builder group, its value check and its documentation."""
-    if group not in GROUPS:  # a typo in a knob declaration: fail at import, also under python -O
-        raise ValueError(f"config group {group!r} is not one of {GROUPS}")
-    meta = {"group": group, "check": check, "doc": doc}
-    if isinstance(default, (dict, list)):
-        return dataclasses.field(default_factory=lambda: json.loads(json.dumps(default)), metadata=meta)
-    return dataclasses.field(default=default, metadata=meta)
-
-
-DEFAULT_MODEL = {
-    "fcnet_hiddens": [64, 64],
-    "fcnet_activation": "tanh",
-    "conv_filters": [[16, 8, 4], [32, 4, 2]],
-    "vf_share_layers": False,
-    # running mean/std observation normalisation inside the network (its statistics travel with the weights)
-    "normalize_obs": False,
-    # initial log std of PPO's state-independent Gaussian (SB3's zoo uses -2 on MuJoCo: less initial noise)
-    "log_std_init": 0.0,
-}
-MODEL_CHECKS = {
-    "fcnet_hiddens": C.int_list(min_len=0),
-    "fcnet_activation": C.one_of("tanh", "relu", "elu", "swish"),
-    "conv_filters": C.conv_filters(),
-    "vf_share_layers": C.boolean(),
-    "normalize_obs": C.boolean(),
-    "log_std_init": C.number(-20, 5),
-}
+from relayrl.core.config_io import ConfigSerialisation
+from relayrl.core.knobs import DEFAULT_MODEL, MODEL_CHECKS, SECRET_FIELDS, knob, merge_model, unknown_key
 
 
 @dataclass
-class Config:
+class Config(ConfigSerialisation):
     """Fields every algorithm shares. Subclasses add their own and set `algo_name`."""
 
     algo_name: ClassVar[str] = ""
@@ -96,7 +48,8 @@ class Config:
         0,
         "rollouts",
         C.integer(0),
-        "0 = step each worker's envs in its own thread; N = step them on N threads, so envs whose step blocks on I/O (remote simulators, APIs) stay in flight together",
+        "0 = step each worker's envs in its own thread; N = step them on N threads, so envs whose step "
+        "blocks on I/O (remote simulators, APIs) stay in flight together",
     )
     rollout_fragment_length: Any = knob(
         "auto",
@@ -124,7 +77,8 @@ class Config:
         "auto",
         "resources",
         C.auto_or(C.integer(1)),
-        "TensorFlow intra-op threads of the learner; 'auto' = 1 for MLPs (small ops run fastest unthreaded), all cores for conv nets",
+        "TensorFlow intra-op threads of the learner; 'auto' = 1 for MLPs (small ops run fastest "
+        "unthreaded), all cores for conv nets",
     )
     dashboard: bool = knob(
         False, "resources", C.boolean(), "start the Ray dashboard (bound to 127.0.0.1) with the embedded Ray"
@@ -156,7 +110,9 @@ class Config:
         False,
         "debugging",
         C.boolean(),
-        "run the learner's update (and tf.functions of its process, e.g. a conv policy's forward pass when sampling in-process) eagerly, op by op: breakpoints and prints inside a loss see concrete values; many times slower",
+        "run the learner's update (and tf.functions of its process, e.g. a conv policy's forward pass "
+        "when sampling in-process) eagerly, op by op: breakpoints and prints inside a loss see concrete "
+        "values; many times slower",
     )
     # --- fault tolerance
     max_worker_restarts: int = knob(
@@ -219,12 +175,14 @@ class Config:
         allowed = [f.name for f in dataclasses.fields(self) if f.metadata["group"] == group]
         for key, value in kwargs.items():
             if key not in allowed:
-                raise ValueError(
-                    f"{type(self).__name__}.{group}(): unknown key {key!r}{_did_you_mean(key, allowed)}; allowed: {', '.join(allowed)}"
-                )
-            self._check_field(key, value)
-            setattr(self, key, _merge_model(value) if key == "model" else value)
+                raise unknown_key(f"{type(self).__name__}.{group}()", key, allowed)
+            self._set_checked(key, value)
         return self
+
+    def _set_checked(self, name: str, value: Any) -> None:
+        """Check `value` for field `name`, then set it (a model dict completes DEFAULT_MODEL)."""
+        self._check_field(name, value)
+        setattr(self, name, merge_model(value) if name == "model" else value)
 
     # ------------------------------------------------------------------ validation
     def _check_field(self, name: str, value: Any) -> None:
@@ -269,77 +227,7 @@ class Config:
             return int(self.rollout_fragment_length)
         return self.train_batch_size // (self.num_workers_effective() * self.num_envs_per_worker)
 
-    # ------------------------------------------------------------------ (de)serialisation
-    def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        if callable(out["env"]):
-            out["env"] = _CALLABLE_PREFIX + f"{out['env'].__module__}:{out['env'].__qualname__}"
-        return json.loads(json.dumps(out))
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Config:
-        """A config from your own, trusted dict or YAML: an env written 'callable:module:name' is imported
-        here. A checkpoint's config.json is not trusted input: it goes through from_checkpoint_dict."""
-
-        def resolve(value: Any) -> Any:
-            if isinstance(value, str) and value.startswith(_CALLABLE_PREFIX):
-                return resolve_callable(value[len(_CALLABLE_PREFIX) :])
-            return value
-
-        return cls._from_fields(data, resolve, skip=())
-
-    @classmethod
-    def from_checkpoint_dict(cls, data: Any, supplied: Collection[str] = ()) -> Config:
-        """A config from a checkpoint's config.json: data from elsewhere, so nothing named in it is imported,
-        resolved or called. Its env must be a plain id gymnasium has registered already (a 'module:Env-v0'
-        id would import the module, a 'callable:...' reference would run code): any other env is refused
-        unless the caller supplies one (`supplied` holds the fields the caller sets; their stored values are
-        ignored). Fields saying where to connect, listen or write (HOST_FIELDS) keep their defaults.
-        Raises ValueError naming the field."""
-        from relayrl.core.saved_state import shown
-
-        if not isinstance(data, dict):
-            raise ValueError(f"allowed: a JSON object of field: value, got {type(data).__name__}")
-        long_key = next((k for k in data if len(k) > 64), None)
-        if long_key is not None:
-            raise ValueError(f"{cls.__name__}: unknown key {shown(long_key)}")
-        skip = set(supplied) | set(HOST_FIELDS)
-        return cls._from_fields(data, registered_env_id, skip)
-
-    @classmethod
-    def _from_fields(cls, data: dict, env: Callable[[Any], Any], skip: Collection[str]) -> Config:
-        """Defaults, then each field of `data` checked and set (the env through `env`), `skip` left out."""
-        config = cls()
-        names = [f.name for f in dataclasses.fields(cls)]
-        for key, value in data.items():
-            if key not in names:
-                raise ValueError(
-                    f"{cls.__name__}: unknown key {key!r}{_did_you_mean(key, names)}; allowed: {', '.join(names)}"
-                )
-            if key in skip:
-                continue
-            if key == "env":
-                value = env(value)
-            config._check_field(key, value)
-            setattr(config, key, _merge_model(value) if key == "model" else value)
-        return config
-
-    def to_yaml(self) -> str:
-        import yaml
-
-        return yaml.safe_dump(self.to_dict(), sort_keys=False)
-
-    @classmethod
-    def from_yaml(cls, text: str) -> Config:
-        from relayrl.core import yaml_io
-
-        data = yaml_io.load(text) or {}
-        if not isinstance(data, dict):
-            raise ValueError(
-                f"{cls.__name__}: YAML config must be a mapping of field: value, got {type(data).__name__}"
-            )
-        return cls.from_dict(data)
-
+    # ------------------------------------------------------------------ field updates
     def update_from_dict(self, data: dict) -> Config:
         """Apply {field: value} (e.g. from --set or a YAML file) with the same checks as the builders."""
         for key, value in data.items():
@@ -350,9 +238,7 @@ class Config:
     def _group_of(self, key: str) -> str:
         names = {f.name: f.metadata["group"] for f in dataclasses.fields(self)}
         if key not in names:
-            raise ValueError(
-                f"{type(self).__name__}: unknown key {key!r}{_did_you_mean(key, list(names))}; allowed: {', '.join(names)}"
-            )
+            raise unknown_key(type(self).__name__, key, names)
         return names[key]
 
     @classmethod
@@ -363,9 +249,8 @@ class Config:
 
         fields, path = tuned.load(cls.algo_name, env_id)
         if path is None:
-            raise ValueError(
-                f"no tuned {cls.algo_name} config for {env_id!r}; available: {', '.join(tuned.available(cls.algo_name)) or 'none'}"
-            )
+            available = ", ".join(tuned.available(cls.algo_name)) or "none"
+            raise ValueError(f"no tuned {cls.algo_name} config for {env_id!r}; available: {available}")
         return cls().environment(env_id).update_from_dict(fields)
 
     def copy(self) -> Config:
@@ -386,46 +271,3 @@ class Config:
     @classmethod
     def field_docs(cls) -> dict[str, str]:
         return {f.name: f.metadata["doc"] for f in dataclasses.fields(cls)}
-
-
-def _merge_model(value: dict) -> dict:
-    merged = json.loads(json.dumps(DEFAULT_MODEL))
-    merged.update(value)
-    return merged
-
-
-def _did_you_mean(key: str, allowed: list[str]) -> str:
-    close = difflib.get_close_matches(key, allowed, n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-def registered_env_id(value: Any) -> str:
-    """`value` when it is a plain id in gymnasium's registry (looking one up imports nothing), else
-    ValueError: what a checkpoint may name as its env."""
-    import gymnasium as gym
-
-    from relayrl.core.saved_state import shown
-    from relayrl.envs import make  # noqa: F401 - registers relayrl's own ids (relayrl/SlowCartPole-v1)
-
-    supply = (
-        "a checkpoint never imports or calls code: pass the env yourself (relayrl evaluate/export "
-        "--env ID, or Algorithm.from_checkpoint(path, env=...))"
-    )
-    if isinstance(value, str) and value.startswith(_CALLABLE_PREFIX):
-        raise ValueError(f"env = {shown(value)} is a Python callable and {supply}")
-    if not isinstance(value, str) or ":" in value or value not in gym.registry:
-        raise ValueError(f"env = {shown(value)} is not an env id gymnasium has registered, and {supply}")
-    return value
-
-
-def resolve_callable(path: str) -> Callable:
-    """'package.module:Name' -> the object: imports the module. Trusted input only (your own code, config
-    files and command lines), never a value read from a checkpoint."""
-    module_name, _, attr = path.partition(":")
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"env callable {path!r} cannot be imported: {exc}") from None
-    return obj

@@ -86,7 +86,8 @@ class WorkerStats:
         self._iteration.append((fragment, latency_s, learner_version - fragment.version))
 
     def pop(self, iteration_s: float) -> dict[str, float]:
-        """This iteration's figures (then reset); idle_frac = share of the iteration workers were not sampling."""
+        """This iteration's figures (then reset); idle_frac = share of the iteration workers were not
+        sampling."""
         out: dict[str, float] = {}
         frags, self._iteration = self._iteration, []
         if not frags:

@@ -51,7 +51,8 @@ def vtrace(
         delta_t = rho_t (r_t + gamma (1 - term_t) V(x_{t+1}) - V(x_t))
         vs_t - V(x_t) = delta_t + gamma c_t (1 - done_t) (vs_{t+1} - V(x_{t+1}))
     An episode that ends at t stops the recursion; vs_{t+1} is then V(x_{t+1}) (the final observation's
-    value, zeroed by termination), and likewise after the fragment's last step. The advantage is rho_t (r_t + gamma (1 - term_t) vs_{t+1} - V(x_t)).
+    value, zeroed by termination), and likewise after the fragment's last step. The advantage is
+    rho_t (r_t + gamma (1 - term_t) vs_{t+1} - V(x_t)).
     On-policy with rho_bar, c_bar >= 1 this is the n-step return to the fragment end (`gae` with lam=1).
     Returns (vs, pg_advantages), both [T, N] float32.
     """

@@ -2,7 +2,8 @@
 
 Parsed and validated here without Ray or TensorFlow, so `relayrl tune` rejects a typo (an unknown
 distribution, a field the config does not have, a range whose ends the field would refuse) before any
-process starts. `SearchSpec.to_tune()` turns a spec into the Ray Tune domain when the search runs.
+process starts. `SearchSpec.to_tune()` turns a spec into the Ray Tune domain when the search runs;
+`check_search` checks the whole search (scheduler, counts, metric) the same way.
 
     uniform(a, b)       float, a <= x <= b
     loguniform(a, b)    float, log-uniform, 0 < a < b
@@ -17,9 +18,27 @@ import ast
 import numbers
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from relayrl.core.config import Config
 
 KINDS = ("uniform", "loguniform", "randint", "choice", "grid")
+SCHEDULERS = ("fifo", "asha", "pbt")
+# result fields every algorithm reports (Algorithm.train); per-algorithm ones sit under these prefixes
+RESULT_FIELDS = (
+    "episode_reward_mean",
+    "episode_reward_min",
+    "episode_reward_max",
+    "episode_len_mean",
+    "episodes_total",
+    "timesteps_total",
+    "training_iteration",
+    "time_total_s",
+    "time_this_iter_s",
+    "env_steps_per_s",
+)
+RESULT_PREFIXES = ("learner/", "timers/", "workers/", "memory/")
 _EXPR = re.compile(r"^\s*([A-Za-z_][\w.]*)\s*=\s*([A-Za-z_]\w*)\s*\((.*)\)\s*$", re.S)
 
 
@@ -115,7 +134,7 @@ def _check_args(kind: str, args: tuple) -> str | None:
 def check_against(specs: list[SearchSpec], config) -> None:
     """Every searched key must be a field of `config` (or a model option) and every value the spec can
     produce at its ends must pass that field's check: ValueError naming the expression otherwise."""
-    from relayrl.core.config import MODEL_CHECKS
+    from relayrl.core.knobs import MODEL_CHECKS
 
     fields = {f: None for f in config.field_docs()}
     seen = set()
@@ -156,3 +175,38 @@ def split_model_keys(flat: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+def check_search(
+    base: Config,
+    specs: list[SearchSpec],
+    num_samples: int,
+    scheduler: str,
+    stop_iters: int,
+    mode: str,
+    perturbation_interval: int,
+    metric: str = "episode_reward_mean",
+) -> None:
+    """Everything about a search that can be wrong, checked before Ray starts (ValueError naming it)."""
+    if not specs:
+        raise ValueError(
+            "nothing to search: give at least one --search KEY=KIND(ARGS), e.g. lr=loguniform(1e-4,1e-2)"
+        )
+    check_against(specs, base)
+    base.validate()
+    for name, value, low in (
+        ("samples", num_samples, 1),
+        ("stop-iters", stop_iters, 1),
+        ("perturbation-interval", perturbation_interval, 1),
+    ):
+        if not isinstance(value, int) or value < low:
+            raise ValueError(f"--{name} {value}: allowed: an integer >= {low}")
+    if scheduler not in SCHEDULERS:
+        raise ValueError(f"--scheduler {scheduler!r}: allowed: {', '.join(SCHEDULERS)}")
+    if mode not in ("max", "min"):
+        raise ValueError(f"--mode {mode!r}: allowed: max, min")
+    if metric not in RESULT_FIELDS and not metric.startswith(RESULT_PREFIXES):
+        raise ValueError(
+            f"--metric {metric!r} is not a result field; allowed: {', '.join(RESULT_FIELDS)}, "
+            f"or a field under {', '.join(RESULT_PREFIXES)} (e.g. learner/total_loss)"
+        )

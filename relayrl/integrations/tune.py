@@ -27,7 +27,7 @@ from typing import Any
 
 from relayrl.core.config import Config
 from relayrl.integrations import search_space
-from relayrl.integrations.search_space import SearchSpec
+from relayrl.integrations.search_space import SCHEDULERS, SearchSpec, check_search
 
 
 def base_config(base: str | type[Config] | Config) -> Config:
@@ -134,23 +134,6 @@ def _float_or(value: Any, default: float) -> float:
 
 
 # ---------------------------------------------------------------------- a whole search (`relayrl tune`)
-SCHEDULERS = ("fifo", "asha", "pbt")
-# result fields every algorithm reports (Algorithm.train); per-algorithm ones sit under these prefixes
-RESULT_FIELDS = (
-    "episode_reward_mean",
-    "episode_reward_min",
-    "episode_reward_max",
-    "episode_len_mean",
-    "episodes_total",
-    "timesteps_total",
-    "training_iteration",
-    "time_total_s",
-    "time_this_iter_s",
-    "env_steps_per_s",
-)
-RESULT_PREFIXES = ("learner/", "timers/", "workers/", "memory/")
-
-
 @dataclass
 class SearchOutcome:
     """What a search found: one row per trial and the best trial's row (with its checkpoint directory,
@@ -217,10 +200,8 @@ def run_search(
     if stop_reward is not None:
         stop["episode_reward_mean"] = stop_reward
     storage = os.path.abspath(os.path.expanduser(storage or os.path.join("~", "relayrl_results", "tune")))
-    name = (
-        name
-        or f"{base.algo_name}_{str(base.env).replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}_{os.getpid()}"
-    )
+    env_name = str(base.env).replace("/", "-")
+    name = name or f"{base.algo_name}_{env_name}_{time.strftime('%Y%m%d-%H%M%S')}_{os.getpid()}"
     tune_config = tune.TuneConfig(
         metric=metric,
         mode=mode,
@@ -259,41 +240,6 @@ def run_search(
     best_result = grid.get_best_result(metric=metric, mode=mode, scope="last")
     best = _trial_row(best_result, keys, metric)
     return SearchOutcome(metric, mode, trials, best, grid.experiment_path, keys)
-
-
-def check_search(
-    base: Config,
-    specs: list[SearchSpec],
-    num_samples: int,
-    scheduler: str,
-    stop_iters: int,
-    mode: str,
-    perturbation_interval: int,
-    metric: str = "episode_reward_mean",
-) -> None:
-    """Everything about a search that can be wrong, checked before Ray starts (ValueError naming it)."""
-    if not specs:
-        raise ValueError(
-            "nothing to search: give at least one --search KEY=KIND(ARGS), e.g. lr=loguniform(1e-4,1e-2)"
-        )
-    search_space.check_against(specs, base)
-    base.validate()
-    for name, value, low in (
-        ("samples", num_samples, 1),
-        ("stop-iters", stop_iters, 1),
-        ("perturbation-interval", perturbation_interval, 1),
-    ):
-        if not isinstance(value, int) or value < low:
-            raise ValueError(f"--{name} {value}: allowed: an integer >= {low}")
-    if scheduler not in SCHEDULERS:
-        raise ValueError(f"--scheduler {scheduler!r}: allowed: {', '.join(SCHEDULERS)}")
-    if mode not in ("max", "min"):
-        raise ValueError(f"--mode {mode!r}: allowed: max, min")
-    if metric not in RESULT_FIELDS and not metric.startswith(RESULT_PREFIXES):
-        raise ValueError(
-            f"--metric {metric!r} is not a result field; allowed: {', '.join(RESULT_FIELDS)}, "
-            f"or a field under {', '.join(RESULT_PREFIXES)} (e.g. learner/total_loss)"
-        )
 
 
 def _trial_row(result, keys: list[str], metric: str) -> dict[str, Any]:

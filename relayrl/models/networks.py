@@ -170,7 +170,8 @@ def all_layers(spec: ModelSpec) -> list[Layer]:
 
 
 def init_weights(spec: ModelSpec, rng: np.random.Generator) -> list[np.ndarray]:
-    """Orthogonal kernels with per-layer gains, zero biases, log_std = model.log_std_init (0 as in CleanRL / SB3)."""
+    """Orthogonal kernels with per-layer gains, zero biases, log_std = model.log_std_init (0 as in CleanRL /
+    SB3)."""
     weights: list[np.ndarray] = []
     for i, layer in enumerate(all_layers(spec)):
         fan_out = layer.shape[-1]

@@ -46,8 +46,10 @@ def squashed_gaussian_sample(dist_inputs: tf.Tensor, noise: tf.Tensor) -> tuple[
     """SAC's reparameterised tanh-Gaussian sample and its log-probability (Haarnoja et al. 2018, App. C).
 
     dist_inputs [B, 2A] = [mean, log_std] (log_std clipped as on the workers), noise [B, A] ~ N(0, 1):
-    u = mean + std * noise, a = tanh(u), log pi(a|s) = sum_i [log N(u_i; mean_i, std_i) - log(1 - tanh(u_i)^2)],
-    with log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|. Returns (a [B, A], logp [B])."""
+    u = mean + std * noise, a = tanh(u),
+    log pi(a|s) = sum_i [log N(u_i; mean_i, std_i) - log(1 - tanh(u_i)^2)],
+    with log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u)), stable for large |u|.
+    Returns (a [B, A], logp [B])."""
     from relayrl.models.distributions import LOG_STD_MAX, LOG_STD_MIN
 
     mean, log_std = tf.split(dist_inputs, 2, axis=-1)

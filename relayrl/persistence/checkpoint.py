@@ -11,7 +11,7 @@ Written to `<dir>.tmp-<pid>`, every file fsynced, then renamed into place (an ex
 name is replaced only after the new one is complete).
 
 A checkpoint is data from elsewhere, loaded as such (`verify` before anything reads it):
-- nothing named in it is imported, resolved or called (config.py `Config.from_checkpoint_dict`);
+- nothing named in it is imported, resolved or called (`Config.from_checkpoint_dict`, core/config_io.py);
 - COMPLETE has a schema: relative paths inside the checkpoint only (no `..`, no absolute path), sizes and
   sha256 of regular files, under MAX_FILE_BYTES each and MAX_TOTAL_BYTES together, checked before hashing;
 - the directory holds exactly the files COMPLETE lists, all regular files: a symbolic link, a device, a FIFO
@@ -21,12 +21,11 @@ A checkpoint is data from elsewhere, loaded as such (`verify` before anything re
   one line naming the file.
 The SHA-256 sums prove a file is what the manifest says, not who wrote it: anyone can edit a checkpoint and
 recompute them, which is why loading trusts nothing in it. A checkpoint must not change while it loads.
+Files are written, opened, hashed and parsed by checkpoint_io.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
 import shutil
@@ -36,8 +35,9 @@ from typing import Any
 import numpy as np
 
 from relayrl.core.checks import is_int
-from relayrl.core.config import SECRET_FIELDS
+from relayrl.core.knobs import SECRET_FIELDS
 from relayrl.core.saved_state import FORMAT, CheckpointError, shown, state_problem
+from relayrl.persistence.checkpoint_io import file_sha256, fsync_tree, hash_regular, read_json, write_json
 
 MARKER = "COMPLETE"
 # Limits on what a checkpoint may hold, checked before anything is hashed or parsed (raise them here for
@@ -53,31 +53,6 @@ _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 # ---------------------------------------------------------------------------------------------- writing
-def _sha256(path: str) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _fsync_tree(root: str) -> None:
-    for folder, _, files in os.walk(root):
-        for name in files:
-            with open(os.path.join(folder, name), "rb") as fh:
-                os.fsync(fh.fileno())
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def write_json(path: str, data: Any) -> None:
-    with open(path, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-
-
 def save(algo, path: str) -> str:
     """Write algo's full state to `path` atomically; returns the absolute path."""
     from relayrl import __version__
@@ -107,10 +82,10 @@ def save(algo, path: str) -> str:
         for name in names:
             full = os.path.join(folder, name)
             rel = os.path.relpath(full, tmp).replace(os.sep, "/")
-            files[rel] = {"bytes": os.path.getsize(full), "sha256": _sha256(full)}
-    _fsync_tree(tmp)
+            files[rel] = {"bytes": os.path.getsize(full), "sha256": file_sha256(full)}
+    fsync_tree(tmp)
     write_json(os.path.join(tmp, MARKER), {"format": FORMAT, "files": files})
-    _fsync_tree(tmp)
+    fsync_tree(tmp)
     old = f"{path}.old-{os.getpid()}"
     if os.path.exists(path):
         os.rename(path, old)
@@ -135,7 +110,7 @@ def verify(path: str, algo: str | None = None) -> dict:
         raise CheckpointError(
             f"checkpoint {path!r} is incomplete (no {MARKER} marker): it was not finished writing"
         )
-    manifest = _read_json(path, MARKER, MAX_SMALL_JSON_BYTES)
+    manifest = read_json(path, MARKER, MAX_SMALL_JSON_BYTES)
     files = _check_manifest(path, manifest)
     unlisted = sorted(set(found) - set(files) - {MARKER})
     if unlisted:
@@ -143,7 +118,7 @@ def verify(path: str, algo: str | None = None) -> dict:
             f"checkpoint {path!r}: {shown(unlisted[0])} is not listed in {MARKER}: a "
             f"checkpoint holds only the files its manifest lists (remove it)"
         )
-    for rel, (size, digest) in files.items():
+    for rel, (size, _digest) in files.items():
         if rel not in found:
             raise CheckpointError(f"checkpoint {path!r} is corrupted: {rel} is missing")
         if found[rel].st_size != size:
@@ -152,9 +127,9 @@ def verify(path: str, algo: str | None = None) -> dict:
                 f"{MARKER} says {size}"
             )
     for rel, (size, digest) in files.items():
-        if _hash_regular(path, rel, size) != digest:
+        if hash_regular(path, rel, size) != digest:
             raise CheckpointError(f"checkpoint {path!r} is corrupted: {rel} does not match its checksum")
-    state = _read_json(path, "state.json", MAX_JSON_BYTES)
+    state = read_json(path, "state.json", MAX_JSON_BYTES)
     if not isinstance(state, dict):
         raise CheckpointError(
             f"checkpoint {path!r}: state.json: allowed: a JSON object, got {type(state).__name__}"
@@ -175,7 +150,7 @@ def verify(path: str, algo: str | None = None) -> dict:
 
 def read_config(path: str) -> dict:
     """config.json as a dict (call verify first). Data only: see Config.from_checkpoint_dict."""
-    config = _read_json(path, "config.json", MAX_SMALL_JSON_BYTES)
+    config = read_json(path, "config.json", MAX_SMALL_JSON_BYTES)
     if not isinstance(config, dict):
         raise CheckpointError(
             f"checkpoint {path!r}: config.json: allowed: a JSON object, got {type(config).__name__}"
@@ -289,52 +264,6 @@ def _path_problem(rel: Any) -> str | None:
     if parts[0] not in TOP_LEVEL or (parts[0] == "learner") == (len(parts) == 1):
         return "allowed: config.json, state.json, replay.npz and files under learner/"
     return None
-
-
-def _open_regular(full: str, size_limit: int, label: str, path: str) -> tuple[int, int]:
-    """(fd, size) of a regular file opened without following a link or blocking on a FIFO."""
-    try:
-        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise CheckpointError(f"checkpoint {path!r}: {label} cannot be opened: {exc.strerror}") from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_size > size_limit:
-        os.close(fd)
-        raise CheckpointError(
-            f"checkpoint {path!r}: {label} is not a regular file of at most {size_limit} bytes"
-        )
-    return fd, st.st_size
-
-
-def _hash_regular(path: str, rel: str, size: int) -> str:
-    fd, actual = _open_regular(os.path.join(path, rel), size, rel, path)
-    digest = hashlib.sha256()
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            left = size
-            while left > 0:
-                chunk = fh.read(min(left, 1 << 20))
-                if not chunk:
-                    break
-                digest.update(chunk)
-                left -= len(chunk)
-    except OSError as exc:
-        raise CheckpointError(f"checkpoint {path!r}: {rel} cannot be read: {exc.strerror}") from None
-    if actual != size or left:
-        raise CheckpointError(f"checkpoint {path!r} is corrupted: {rel} changed size while it was read")
-    return digest.hexdigest()
-
-
-def _read_json(path: str, rel: str, limit: int) -> Any:
-    fd, _ = _open_regular(os.path.join(path, rel), limit, rel, path)
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(limit + 1)
-        return json.loads(data)
-    except OSError as exc:
-        raise CheckpointError(f"checkpoint {path!r}: {rel} cannot be read: {exc.strerror}") from None
-    except (ValueError, RecursionError) as exc:  # bad JSON or UTF-8, nesting too deep, an int of 5000 digits
-        raise CheckpointError(f"checkpoint {path!r}: {rel} is not valid JSON: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------------------- run folders

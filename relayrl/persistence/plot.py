@@ -1,10 +1,11 @@
-"""Learning curves from run directories: one run's `learning_curve.png`, and `relayrl plot RUN_DIR [RUN_DIR ...]`.
+"""Learning curves from run directories: one run's `learning_curve.png`, and
+`relayrl plot RUN_DIR [RUN_DIR ...]`.
 
-A run directory holds `progress.csv` and `config.json` (written by `relayrl.persistence.run_record` for every Algorithm
-with a log_dir). `relayrl plot` groups runs (by default: same algorithm and env, i.e. seeds of one setup),
-interpolates each run's return onto a common x grid (env steps or training time) and draws the mean across
-the group with a shaded spread (min-max or +-1 std), over each run's own thin curve. The grid spans the range
-every run of the group covers, so the mean never mixes in a run that has already stopped.
+A run directory holds `progress.csv` and `config.json` (written by `relayrl.persistence.run_record` for every
+Algorithm with a log_dir). `relayrl plot` groups runs (by default: same algorithm and env, i.e. seeds of one
+setup), interpolates each run's return onto a common x grid (env steps or training time) and draws the mean
+across the group with a shaded spread (min-max or +-1 std), over each run's own thin curve. The grid spans the
+range every run of the group covers, so the mean never mixes in a run that has already stopped.
 
 matplotlib is imported only when a figure is drawn (its Figure API: no pyplot state, no display needed).
 """

@@ -1,4 +1,5 @@
-"""The files a run leaves in its log directory besides TensorBoard's: config.json, progress.csv, learning_curve.png.
+"""The files a run leaves in its log directory besides TensorBoard's: config.json, progress.csv,
+learning_curve.png.
 
 - `config.json`: {"algo": name, "relayrl_version": ..., "config": the config's fields (secrets left out)}, so
   `relayrl plot` can group runs by algorithm, env or any field.
@@ -42,7 +43,7 @@ class RunRecord:
 
     def __init__(self, log_dir: str, algo: str, config: dict[str, Any]):
         from relayrl import __version__
-        from relayrl.core.config import SECRET_FIELDS
+        from relayrl.core.knobs import SECRET_FIELDS
 
         self.log_dir = log_dir
         self.path = os.path.join(log_dir, PROGRESS_FILE)

@@ -8,8 +8,8 @@ post-training:
 - "int8": weights and activations int8 where the converter can, calibrated on observations drawn from the env
   with the policy's own (exploring) actions; the observation input and the action/value outputs stay in
   their float / integer types, so the calling code is the same for every variant.
-export_tflite then runs the file and the SavedModel on fresh env observations and reports how often the actions
-agree: quantisation flips the action only where the policy is nearly indifferent (near-equal logits or
+export_tflite then runs the file and the SavedModel on fresh env observations and reports how often the
+actions agree: quantisation flips the action only where the policy is nearly indifferent (near-equal logits or
 Q-values), so a decisive trained policy keeps ~all of them, an untrained one far fewer.
 
 Runs with `tf.lite.Interpreter` (deprecated in TF 2.21 in favour of LiteRT's `ai_edge_litert`, which
@@ -46,7 +46,7 @@ def convert(saved_model_dir: str, quantize: str = "none", calibration: np.ndarra
     with tempfile.TemporaryDirectory(prefix="relayrl-tflite-") as plain_dir:
         # Re-saved through tf.saved_model.load: the Keras layers' own save/restore functions (which assign the
         # variables) are gone, so the converter sees the weights as constants and folds them in. Converted
-        # directly, the variables stay variables that the TFLite interpreter never initialises (garbage actions).
+        # directly, the variables stay variables the TFLite interpreter never initialises (garbage actions).
         loaded = tf.saved_model.load(saved_model_dir)
         tf.saved_model.save(loaded, plain_dir, signatures={k: loaded.signatures[k] for k in SIGNATURES})
         converter = tf.lite.TFLiteConverter.from_saved_model(plain_dir, signature_keys=list(SIGNATURES))
@@ -144,8 +144,8 @@ def export_tflite(
     calibration_count: int = CALIBRATION_OBSERVATIONS,
     check_count: int = CHECK_OBSERVATIONS,
 ) -> TFLiteExport:
-    """Write `algo`'s policy as a .tflite file (`path` itself when it ends in .tflite, else path/policy.tflite)
-    and compare it with the SavedModel on `check_count` fresh env observations."""
+    """Write `algo`'s policy as a .tflite file (`path` itself when it ends in .tflite, else
+    path/policy.tflite) and compare it with the SavedModel on `check_count` fresh env observations."""
     check_quantize(quantize)
     file_path = os.path.abspath(path if path.endswith(".tflite") else os.path.join(path, FILE_NAME))
     c = algo.config
@@ -192,8 +192,8 @@ def compare(reference, candidate, obs: np.ndarray) -> tuple[float, float, float]
 
 
 def interpreter(path: str):
-    """A TFLite interpreter for the file: LiteRT's (`ai_edge_litert`) when installed, else `tf.lite.Interpreter`
-    (deprecated in TF 2.21 in favour of LiteRT, still shipped and working)."""
+    """A TFLite interpreter for the file: LiteRT's (`ai_edge_litert`) when installed, else
+    `tf.lite.Interpreter` (deprecated in TF 2.21 in favour of LiteRT, still shipped and working)."""
     try:
         from ai_edge_litert.interpreter import Interpreter
     except ImportError:

@@ -9,8 +9,10 @@ HTTP with JSON (the shape of RLlib's policy server / client), and the server tra
     action = client.get_action(eid, obs); client.log_returns(eid, reward); ...; client.end_episode(eid, obs)
 
 Modules: `wire` (JSON <-> numpy, request validation), `batcher` (one forward pass for many requests),
-`episodes` (episode bookkeeping, fragments for the normal training path), `http_server`, `limits` (what
-one peer may hold), `serve` (the algorithm behind the server), `client`.
+`episodes` (episode bookkeeping, fragments for the normal training path), `http_server` (the
+PolicyServer and its routes), `connections` (the connection cap), `request_handler` (each request read
+within its deadline, answered in JSON), `limits` (what one peer may hold), `serve` (the algorithm behind
+the server), `client`.
 """
 
 from relayrl.policy_server.client import (

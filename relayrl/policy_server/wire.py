@@ -125,7 +125,8 @@ class SpaceCodec:
         self.net_obs_space = text.observation_space if isinstance(obs_space, gym.spaces.Text) else obs_space
 
     def observation(self, value: Any) -> np.ndarray:
-        """A JSON observation -> the preprocessed network input row (float32 vector, one-hot, or uint8 image)."""
+        """A JSON observation -> the preprocessed network input row (float32 vector, one-hot, or uint8
+        image)."""
         space = self.obs_space
         if isinstance(space, gym.spaces.Text):
             if not isinstance(value, str) or not space.contains(value):

@@ -1,7 +1,7 @@
 """Replay buffers with one interface (numpy ring storage of fixed capacity):
 
     buffer.add({"obs": [B, ...], "actions": [B, ...], ...})     # columns of equal length
-    batch = buffer.sample(batch_size)   # dict of columns, plus "indices" and "weights" (IS weights; 1 if uniform)
+    batch = buffer.sample(batch_size)   # columns, plus "indices" and "weights" (IS weights; 1 if uniform)
     buffer.update_priorities(batch["indices"], new_priorities)    # no-op for uniform replay
     state = buffer.state(); buffer.load_state(state)              # dict of numpy arrays (-> .npz checkpoints)
 

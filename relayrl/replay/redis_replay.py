@@ -2,20 +2,21 @@
 attaches to the same server and key prefix continues with every stored transition.
 
 Layout (no pickle: raw numpy bytes plus a JSON header):
-  {prefix}:block:{id}   hash  one add() call: field "meta" = JSON {column: [dtype, shape]}, field "col:<name>" = bytes
+  {prefix}:block:{id}   hash  one add() call: field "meta" = JSON {column: [dtype, shape]},
+                              field "col:<name>" = bytes
   {prefix}:blocks       list  "id:rows" per block, oldest first (FIFO eviction past the capacity)
   {prefix}:next_id      int   block id counter
 Every write is one round trip (~114 us here: a server-side script); blocks are immutable, so sampled blocks
 are cached in the process and fetched once.
 
 Redis is a dependency that can fail. Every socket wait is bounded by `timeout_s`; each replay operation (add,
-len, sample, ...) is retried whole, with redis-py's jittered exponential backoff, through dropped connections,
-timeouts and a server still loading its AOF, and gives up with `ReplayUnavailableError` once it has failed for
-`deadline_s` or reaches `give_up_by` (the run's own end, set by the CLI's --stop-time): at the latest
-deadline + timeout_s + 1 s after it began. Operations are safe to repeat (a write whose reply was lost is not
-applied twice). Nothing is deleted on failure: what was written stays in Redis (and in its AOF
-when appendonly is on). At start-up an unusable server (bad address, unreachable, wrong password) raises
-`RedisStartError`, a ValueError: bad input. No message ever holds the password.
+len, sample, ...) is retried whole (redis_retry.py), with redis-py's jittered exponential backoff, through
+dropped connections, timeouts and a server still loading its AOF, and gives up with `ReplayUnavailableError`
+once it has failed for `deadline_s` or reaches `give_up_by` (the run's own end, set by the CLI's
+--stop-time): at the latest deadline + timeout_s + 1 s after it began. Operations are safe to repeat (a write
+whose reply was lost is not applied twice). Nothing is deleted on failure: what was written stays in Redis
+(and in its AOF when appendonly is on). At start-up an unusable server (bad address, unreachable, wrong
+password) raises `RedisStartError`, a ValueError: bad input. No message ever holds the password.
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from __future__ import annotations
 import collections
 import json
 import re
-import time
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 import numpy as np
 
+from relayrl.replay.redis_retry import call_with_deadline, masked, whole_operation_retry
+
 T = TypeVar("T")
-BACKOFF_BASE_S, BACKOFF_CAP_S = 0.05, 1.0  # first retry after <= 0.1 s, then doubling up to 1 s
 WRITE_BLOCK = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 2))
@@ -41,11 +42,6 @@ return 1
 
 class RedisStartError(ValueError):
     """The configured Redis cannot be used at start-up: bad address, unreachable, refuses the password."""
-
-
-class ReplayUnavailableError(RuntimeError):
-    """Redis stopped answering (or refused) during the run for longer than allowed; the message is one
-    line that names the server's address, never its password."""
 
 
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+):([0-9]{1,5})")
@@ -60,12 +56,6 @@ def parse_address(address: str, field: str = "redis_address") -> tuple[str, int]
             f"e.g. '127.0.0.1:6379'"
         )
     return match.group(1).strip("[]"), int(match.group(2))
-
-
-def _masked(error: BaseException, password: str | None) -> str:
-    """`Type: message` on one line with the password (should a library ever echo it) replaced by ***."""
-    text = " ".join(f"{type(error).__name__}: {error}".split())
-    return text.replace(password, "***") if password else text
 
 
 def connect(address: str, password: str | None, db: int = 0, timeout_s: float = 5.0):
@@ -100,7 +90,7 @@ def connect(address: str, password: str | None, db: int = 0, timeout_s: float = 
             f"Redis at {address} did not answer in {timeout_s} s (redis_timeout_s)"
         ) from None
     except redis.RedisError as exc:
-        raise RedisStartError(f"cannot use Redis at {address}: {_masked(exc, password)}") from None
+        raise RedisStartError(f"cannot use Redis at {address}: {masked(exc, password)}") from None
     return client
 
 
@@ -118,24 +108,19 @@ class RedisReplay:
         deadline_s: float = 30.0,
     ):
         import redis
-        from redis.backoff import ExponentialWithJitterBackoff
-        from redis.retry import Retry
 
         self.address, self._password = address, password
         self.client = connect(address, password, timeout_s=timeout_s)
         self.deadline_s = deadline_s
         self.give_up_by: float | None = None  # time.monotonic() of the run's end (DQN.set_deadline)
-        # retries forever as far as redis-py is concerned: _call's failure callback enforces the deadline
-        transient = (redis.ConnectionError, redis.TimeoutError)  # also BusyLoadingError: AOF still loading
-        backoff = ExponentialWithJitterBackoff(cap=BACKOFF_CAP_S, base=BACKOFF_BASE_S)
-        self._retry = Retry(backoff, -1, transient)
+        self._retry = whole_operation_retry()
         if appendonly is not None:  # AOF persistence: every write also goes to the append-only file
             try:
                 self.client.config_set("appendonly", "yes" if appendonly else "no")
             except redis.RedisError as exc:
                 raise RedisStartError(
                     f"Redis at {address} refused redis_appendonly = {appendonly} "
-                    f"(CONFIG SET appendonly): {_masked(exc, password)}"
+                    f"(CONFIG SET appendonly): {masked(exc, password)}"
                 ) from None
         self._write_block = self.client.register_script(WRITE_BLOCK)
         self.capacity = capacity
@@ -148,34 +133,10 @@ class RedisReplay:
 
     # ------------------------------------------------------------------ failures
     def _call(self, operation: Callable[[], T]) -> T:
-        """operation(), repeated with backoff through transient errors until it has failed for deadline_s or
-        the run's end (give_up_by) has passed; then ReplayUnavailableError. A refused password or an error
-        reply is not transient: ReplayUnavailableError at once."""
-        import redis
-        from redis.exceptions import AuthenticationError, AuthorizationError
-
-        refused = (AuthenticationError, AuthorizationError)  # ConnectionErrors, but not transient
-        started = time.monotonic()
-        give_up_at = started + self.deadline_s
-        why = f"redis_deadline_s = {self.deadline_s} s"
-        if self.give_up_by is not None and self.give_up_by < give_up_at:
-            give_up_at, why = self.give_up_by, "the run's deadline (--stop-time)"
-
-        def give_up_when_late(error: Exception) -> None:
-            if time.monotonic() >= give_up_at:
-                raise ReplayUnavailableError(
-                    f"Redis at {self.address} failed for {time.monotonic() - started:.1f} s, past {why}: "
-                    f"{_masked(error, self._password)}; the replay already written stays in Redis"
-                ) from None
-
-        try:
-            return self._retry.call_with_retry(
-                operation, give_up_when_late, is_retryable=lambda e: not isinstance(e, refused)
-            )
-        except redis.RedisError as exc:
-            raise ReplayUnavailableError(
-                f"Redis at {self.address} refused a replay operation: {_masked(exc, self._password)}"
-            ) from None
+        """operation(), retried whole until redis_deadline_s or give_up_by (redis_retry.py)."""
+        return call_with_deadline(
+            operation, self._retry, self.address, self._password, self.deadline_s, self.give_up_by
+        )
 
     # ------------------------------------------------------------------ keys
     def _block_key(self, block_id: int) -> str:

@@ -11,7 +11,7 @@ import signal
 from collections.abc import Callable
 from typing import Any
 
-from relayrl.persistence import checkpoint
+from relayrl.persistence import checkpoint, checkpoint_io
 
 
 def copy(src: str, dst: str) -> str:
@@ -27,7 +27,7 @@ def reseal(path: str) -> None:
             full = os.path.join(folder, name)
             rel = os.path.relpath(full, path)
             if rel != checkpoint.MARKER and os.path.isfile(full) and not os.path.islink(full):
-                files[rel] = {"bytes": os.path.getsize(full), "sha256": checkpoint._sha256(full)}
+                files[rel] = {"bytes": os.path.getsize(full), "sha256": checkpoint_io.file_sha256(full)}
     write_json(path, checkpoint.MARKER, {"format": checkpoint.FORMAT, "files": files})
 
 

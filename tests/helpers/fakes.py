@@ -39,7 +39,8 @@ class NaNRewardEnv(CountdownEnv):
 
 
 class ImageEnv(gym.Env):
-    """24x24x3 uint8 images; reward 1 when the action matches the brightest channel. Exercises the conv torso."""
+    """24x24x3 uint8 images; reward 1 when the action matches the brightest channel. Exercises the conv
+    torso."""
 
     def __init__(self, env_config: dict | None = None):
         self.observation_space = gym.spaces.Box(0, 255, (24, 24, 3), np.uint8)

@@ -1,6 +1,7 @@
 """Run in a fresh process (logical devices must be set before TensorFlow starts): TD3 updates (one Adam per
 variable group, the actor delayed) with a MirroredStrategy over 2 logical CPU devices against the same updates
-on 1 replica. Target smoothing noise is off so both see the same maths. Prints the largest differences as JSON."""
+on 1 replica. Target smoothing noise is off so both see the same maths. Prints the largest differences as
+JSON."""
 
 import json
 
@@ -12,8 +13,9 @@ from relayrl.models.tf_import import tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
+# relayrl imported after the logical devices are set: TensorFlow fixes them when it first uses a device
 from relayrl.algorithms.td3 import TD3, TD3Config  # noqa: E402
-from relayrl.models import networks
+from relayrl.models import networks  # noqa: E402
 
 
 def main() -> None:

@@ -12,8 +12,9 @@ from relayrl.models.tf_import import tf
 cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 
+# relayrl imported after the logical devices are set: TensorFlow fixes them when it first uses a device
 from relayrl.algorithms.ppo import PPO, PPOConfig  # noqa: E402
-from relayrl.models import networks
+from relayrl.models import networks  # noqa: E402
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """Run in fresh processes by test_checkpoints.py: train (sync, in-process, fixed seed) and print a hash of
-the learner's weights. Usage: VARIANT straight TOTAL | VARIANT save N DIR | VARIANT resume DIR M, where VARIANT
-is ppo (CartPole), ppo_norm (Pendulum with observation normalisation and reward scaling: their running
-statistics must come back) or sac (Pendulum: the replay buffer, its RNG and the update debt must come back)."""
+the learner's weights. Usage: VARIANT straight TOTAL | VARIANT save N DIR | VARIANT resume DIR M, where
+VARIANT is ppo (CartPole), ppo_norm (Pendulum with observation normalisation and reward scaling: their
+running statistics must come back) or sac (Pendulum: the replay buffer, its RNG and the update debt must
+come back)."""
 
 import hashlib
 import json

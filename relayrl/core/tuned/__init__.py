@@ -1,4 +1,5 @@
-"""Tuned configs (zoo style): relayrl/core/tuned/<algo>-<env id>.yaml, applied by the CLI when the env matches.
+"""Tuned configs (zoo style): relayrl/core/tuned/<algo>-<env id>.yaml, applied by the CLI when the env
+matches.
 
 Each file holds config fields plus a `_result` note (what it reached, in how many steps, on what machine),
 which is documentation and not applied.

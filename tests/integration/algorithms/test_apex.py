@@ -7,8 +7,8 @@ import cloudpickle
 import numpy as np
 import pytest
 import ray
-import tests.helpers.fakes
 
+import tests.helpers.fakes
 from relayrl import ApeXConfig
 from tests.helpers.fakes import FaultyCartPole
 

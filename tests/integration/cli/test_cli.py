@@ -75,7 +75,8 @@ def test_stop_reward_reports_time_to_solve(tmp_path):
     [
         (
             ["train", "dqnn", "CartPole-v1"],
-            "unknown algorithm 'dqnn' (did you mean 'dqn'?); allowed: a2c, a3c, apex, dqn, impala, ppo, qlearning, reinforce, sac, td3",
+            "unknown algorithm 'dqnn' (did you mean 'dqn'?); allowed: a2c, a3c, apex, dqn, impala, ppo, "
+            "qlearning, reinforce, sac, td3",
         ),
         (["train", "ppo", "CartPol-v1"], "unknown environment id 'CartPol-v1'"),
         (["train", "ppo", "CartPole-v1", "--set", "lrr=0.1"], "unknown key 'lrr'"),

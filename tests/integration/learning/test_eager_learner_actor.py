@@ -1,5 +1,5 @@
-"""Eager debugging reaches a learner that runs in its own Ray actor (learner_placement='actor'), and its update
-there equals the compiled one."""
+"""Eager debugging reaches a learner that runs in its own Ray actor (learner_placement='actor'), and its
+update there equals the compiled one."""
 
 import numpy as np
 

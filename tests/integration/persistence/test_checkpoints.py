@@ -14,7 +14,7 @@ import pytest
 from relayrl import PPOConfig
 from relayrl.algorithms.base import Algorithm
 from relayrl.core.saved_state import CheckpointError
-from relayrl.persistence import checkpoint
+from relayrl.persistence import checkpoint, checkpoint_io
 from tests.helpers.paths import HELPERS, ROOT
 
 ENV = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", RAY_USAGE_STATS_ENABLED="0", PYTHONPATH=str(ROOT))
@@ -91,7 +91,7 @@ def test_incomplete_corrupted_and_foreign_checkpoints_are_refused(trained):
     manifest = json.loads(Path(old, "COMPLETE").read_text())
     manifest["files"]["state.json"] = {
         "bytes": os.path.getsize(Path(old, "state.json")),
-        "sha256": checkpoint._sha256(str(Path(old, "state.json"))),
+        "sha256": checkpoint_io.file_sha256(str(Path(old, "state.json"))),
     }
     Path(old, "COMPLETE").write_text(json.dumps(manifest))
     with pytest.raises(CheckpointError, match="written by relayrl 0.0.1"):

@@ -16,7 +16,7 @@ import pytest
 
 from relayrl import PPOConfig
 from relayrl.cli import app as cli
-from relayrl.persistence import checkpoint
+from relayrl.persistence import checkpoint, checkpoint_io
 from tests.helpers.checkpoint_edits import (
     copy,
     edit_json,
@@ -81,7 +81,7 @@ def _list_outside_file(ckpt, outside, listed_as):
     """A manifest entry, with the right size and checksum, for a file outside the checkpoint."""
     Path(outside, "secret.txt").write_text("not the checkpoint's\n")
     manifest = read_json(ckpt, "COMPLETE")
-    manifest["files"][listed_as] = {"bytes": 21, "sha256": checkpoint._sha256(f"{outside}/secret.txt")}
+    manifest["files"][listed_as] = {"bytes": 21, "sha256": checkpoint_io.file_sha256(f"{outside}/secret.txt")}
     write_json(ckpt, "COMPLETE", manifest)
 
 
@@ -102,7 +102,10 @@ def link_to_dev_zero(ckpt, marker, outside):
     os.remove(data)
     os.symlink("/dev/zero", data)
     manifest = read_json(ckpt, "COMPLETE")
-    manifest["files"][os.path.relpath(data, ckpt)] = {"bytes": 0, "sha256": checkpoint._sha256(os.devnull)}
+    manifest["files"][os.path.relpath(data, ckpt)] = {
+        "bytes": 0,
+        "sha256": checkpoint_io.file_sha256(os.devnull),
+    }
     write_json(ckpt, "COMPLETE", manifest)
 
 
@@ -281,8 +284,8 @@ def test_resume_refuses_a_missing_or_foreign_checkpoint(good, tmp_path, capsys):
         capsys.readouterr()
         .err.strip()
         .endswith(
-            "config.json: env = 'CartPole-v1' is not this run's env 'Acrobot-v1': a checkpoint resumes on the env "
-            "it was trained on"
+            "config.json: env = 'CartPole-v1' is not this run's env 'Acrobot-v1': a checkpoint resumes on "
+            "the env it was trained on"
         )
     )
 

@@ -178,7 +178,8 @@ def test_docs_page_code_blocks_run(page: Path, tmp_path: Path):
 
 def test_extractor_skips_text_and_no_test_blocks():
     text = (
-        "```python\nx = 1\n```\n<!-- no-test -->\n```bash\npip install x\n```\n```text\nray start --head\n```\n"
+        "```python\nx = 1\n```\n<!-- no-test -->\n```bash\npip install x\n```\n"
+        "```text\nray start --head\n```\n"
         "```console\n$ relayrl --help\nusage\n```\n"
     )
     blocks = extract_blocks(text)

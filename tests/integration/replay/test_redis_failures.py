@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from relayrl.replay.redis_replay import RedisReplay, RedisStartError, ReplayUnavailableError
+from relayrl.replay.redis_replay import RedisReplay, RedisStartError
+from relayrl.replay.redis_retry import ReplayUnavailableError
 from tests.helpers.paths import ROOT
 
 

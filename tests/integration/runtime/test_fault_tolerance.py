@@ -7,8 +7,8 @@ import time
 import cloudpickle
 import numpy as np
 import pytest
-import tests.helpers.fakes
 
+import tests.helpers.fakes
 from relayrl import PPOConfig
 from relayrl.runtime.ray_workers import WorkerFailedError
 from tests.helpers.fakes import FaultyCartPole

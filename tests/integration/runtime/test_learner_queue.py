@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from relayrl import IMPALAConfig
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.sampling.rollout import SamplerSettings
 

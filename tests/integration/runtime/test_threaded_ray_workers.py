@@ -1,4 +1,5 @@
-"""Concurrent env stepping inside Ray rollout actors (its own module: the 2-CPU session fits one fleet at a time)."""
+"""Concurrent env stepping inside Ray rollout actors (its own module: the 2-CPU session fits one fleet at a
+time)."""
 
 from relayrl import PPOConfig
 

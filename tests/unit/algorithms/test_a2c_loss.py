@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from relayrl.algorithms.a2c import a2c_loss, prepare_batch
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.models.keras_models import ActorCritic
 from relayrl.models.tf_import import tf

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from relayrl.algorithms.dqn import DQNConfig
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.models.policy import Policy
 from relayrl.models.q_models import QModel, dqn_loss
@@ -42,9 +42,11 @@ def test_dqn_loss_by_hand_double_and_plain():
     # online Q(x) = [x, 2x]; target Q(x) = [x, 0.5x]
     model = q_model([1.0, 2.0], [1.0, 0.5])
     # taken: Q(1)[1] = 2, Q(2)[0] = 2
-    # double: online argmax at s'=3 is action 1, target values it 0.5*3 = 1.5 -> y = 1 + 0.9*1.5 = 2.35, td = -0.35
+    # double: online argmax at s'=3 is action 1, target values it 0.5*3 = 1.5 -> y = 1 + 0.9*1.5 = 2.35,
+    #         td = -0.35
     #         second row terminated (discount 0): y = 0.5, td = 1.5
-    #         Huber(delta 1): 0.5*0.35^2 = 0.06125 ; 1.5 - 0.5 = 1.0 ; weighted mean (1*0.06125 + 0.5*1.0)/2 = 0.280625
+    #         Huber(delta 1): 0.5*0.35^2 = 0.06125 ; 1.5 - 0.5 = 1.0 ;
+    #         weighted mean (1*0.06125 + 0.5*1.0)/2 = 0.280625
     loss, m = dqn_loss(model, MB, {}, double_q=True, huber_delta=1.0)
     assert float(loss) == pytest.approx(0.280625, abs=1e-6)
     np.testing.assert_allclose(m["td_abs"].numpy(), [0.35, 1.5], atol=1e-6)
@@ -106,7 +108,8 @@ def test_worker_emits_n_step_transitions():
     # steps: obs 0,1,2 (terminates after 3 steps), reset step dropped, then obs 0 (cut by the fragment end)
     assert d["obs"][:, 0].tolist() == [0.0, 1.0, 2.0, 0.0]
     # 2-step returns: 1 + 0.5 = 1.5 bootstrapping from obs 2 with 0.25; 1.5 ending in termination -> 0;
-    # last step of the episode: 1, terminated -> 0; new episode cut after 1 step: 1 with bootstrap 0.5 from obs 1
+    # last step of the episode: 1, terminated -> 0; new episode cut after 1 step: 1 with bootstrap 0.5 from
+    # obs 1
     np.testing.assert_allclose(d["rewards"], [1.5, 1.5, 1.0, 1.0])
     np.testing.assert_allclose(d["discounts"], [0.25, 0.0, 0.0, 0.5])
     assert d["next_obs"][:, 0].tolist() == [2.0, 3.0, 3.0, 1.0]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from relayrl.algorithms.ppo import ppo_loss
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.models.keras_models import ActorCritic
 from relayrl.models.tf_import import tf

@@ -64,7 +64,8 @@ def test_sac_loss_by_hand():
     zeros = tf.zeros((2, 1))
     losses, m = sac_loss(model, MB, {}, target_entropy=-1.0, noise=(zeros, zeros))
     # eps = 0: a' = tanh(0) = 0, log pi(a'|s') = -0.5 ln 2pi - log_std - log(1 - tanh(0)^2) = -0.9189385
-    # row 1: s' = 3: Q1' = 3, Q2' = 1.5 -> min 1.5; soft value 1.5 - alpha * logp = 1.5 + 0.5 * 0.9189385 = 1.9594692
+    # row 1: s' = 3: Q1' = 3, Q2' = 1.5 -> min 1.5;
+    #        soft value 1.5 - alpha * logp = 1.5 + 0.5 * 0.9189385 = 1.9594692
     #        y = 1 + 0.9 * 1.9594692 = 2.7635223 ; row 2 terminated: y = 0.5
     np.testing.assert_allclose(m["target_mean"].numpy(), (2.7635223 + 0.5) / 2, atol=1e-5)
     # Q(s, a): row 1 (1, 0.5): Q1 = 1.5, Q2 = 2.5 ; row 2 (2, -0.5): Q1 = 1.5, Q2 = 3.5
@@ -96,7 +97,8 @@ def test_squashed_gaussian_log_prob_by_hand():
     np.testing.assert_allclose(
         distributions.sample("squashed_gaussian", (1,), dist_inputs, None, noise), a.numpy(), atol=1e-6
     )
-    # far in the tail the stable form stays finite: u = 20 -> log(1 - tanh^2) = 2 (ln 2 - 20 - softplus(-40)) = -38.6137
+    # far in the tail the stable form stays finite:
+    # u = 20 -> log(1 - tanh^2) = 2 (ln 2 - 20 - softplus(-40)) = -38.6137
     _, logp = squashed_gaussian_sample(tf.constant([[20.0, 0.0]]), tf.constant([[0.0]]))
     assert float(logp[0]) == pytest.approx(-HALF_LOG_2PI + 2 * (20 - np.log(2.0)), abs=1e-3)
 
@@ -122,7 +124,8 @@ def test_td3_loss_by_hand():
     model = td3_model()
     mb = dict(MB, weights=tf.constant([1.0, 0.5]))
     losses, m = td3_loss(model, mb, {}, target_noise=0.2, noise_clip=0.5, noise=tf.constant([[1.0], [5.0]]))
-    # smoothing: 0.2 * [1, 5] = [0.2, 1.0] clipped to +-0.5 -> [0.2, 0.5]; a' = clip(0 + noise, -1, 1) = [0.2, 0.5]
+    # smoothing: 0.2 * [1, 5] = [0.2, 1.0] clipped to +-0.5 -> [0.2, 0.5];
+    # a' = clip(0 + noise, -1, 1) = [0.2, 0.5]
     # row 1: s' = 3, a' = 0.2: Q1' = 3.2, Q2' = 1.7 -> y = 1 + 0.9 * 1.7 = 2.53 ; row 2 terminated: y = 0.5
     np.testing.assert_allclose(m["target_mean"].numpy(), (2.53 + 0.5) / 2, atol=1e-5)
     # critic: mean(w * [(Q1 - y)^2 + (Q2 - y)^2]) = mean(1 * [(1.5 - 2.53)^2 + (2.5 - 2.53)^2], 0.5 * [1 + 9])

@@ -30,14 +30,16 @@ def run_main(capsys, *argv):
         (["--set", "env_config=[1]"], "env_config is a mapping"),
         (
             ["--set", "env_config={foo: 1}"],
-            "env_config {'foo': 1} is not accepted by 'CartPole-v1': CartPoleEnv.__init__() got an unexpected keyword",
+            "env_config {'foo': 1} is not accepted by 'CartPole-v1': CartPoleEnv.__init__() got an "
+            "unexpected keyword",
         ),
         (["--set", "env_config.foo=1"], "env_config {'foo': 1} is not accepted by 'CartPole-v1'"),
         (["--set", "lr.x=1"], "only model and env_config take a dotted key"),
         (["--set", "model.=1"], "only model and env_config take a dotted key"),
         (
             ["--set", "train_batch_size=100000000000000000000000"],
-            "PPOConfig.train_batch_size = 100000000000000000000000 is invalid: allowed: an integer >= 1 and <= 10000000",
+            "PPOConfig.train_batch_size = 100000000000000000000000 is invalid: allowed: an integer >= 1 "
+            "and <= 10000000",
         ),
         (
             ["--set", "num_envs_per_worker=99999999999"],
@@ -122,7 +124,8 @@ def test_dotted_set_merges_into_the_mapping(capsys):
 
 @pytest.mark.parametrize("verbose", [False, True])
 def test_native_start_up_chatter_is_filtered_unless_verbose(verbose):
-    """The filter around TensorFlow's import, fed the lines TF 2.21 prints on a CPU machine plus one real line."""
+    """The filter around TensorFlow's import, fed the lines TF 2.21 prints on a CPU machine plus one real
+    line."""
     chatter = (
         b"WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n"
         b"I0000 00:00:1796307453.363719    4113 cudart_stub.cc:31] Could not find cuda drivers on your "

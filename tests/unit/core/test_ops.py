@@ -5,7 +5,8 @@ from relayrl.core import ops
 
 
 def naive_gae(rewards, values, next_values, terminated, dones, gamma, lam):
-    """Forward sums per env: A_t = sum_l (gamma*lam)^l delta_{t+l}, stopping after the step that ends the episode."""
+    """Forward sums per env: A_t = sum_l (gamma*lam)^l delta_{t+l}, stopping after the step that ends the
+    episode."""
     T, N = rewards.shape
     adv = np.zeros((T, N))
     for i in range(N):

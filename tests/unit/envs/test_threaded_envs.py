@@ -7,7 +7,8 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from relayrl.core.config import DEFAULT_MODEL, Config
+from relayrl.core.config import Config
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.envs.make import make_vector_env
 from relayrl.envs.threaded import ThreadedVectorEnv
 from relayrl.models import networks

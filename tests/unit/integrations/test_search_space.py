@@ -80,7 +80,10 @@ def test_importing_relayrl_tune_loads_neither_ray_tune_nor_tensorflow():
     import subprocess
     import sys
 
-    code = "import sys, relayrl.integrations.tune, relayrl.cli.tune; print('ray.tune' in sys.modules, 'tensorflow' in sys.modules)"
+    code = (
+        "import sys, relayrl.integrations.tune, relayrl.cli.tune; "
+        "print('ray.tune' in sys.modules, 'tensorflow' in sys.modules)"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()

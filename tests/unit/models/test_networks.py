@@ -4,7 +4,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import distributions, networks
 from relayrl.models.keras_models import ActorCritic
 from relayrl.models.tf_distributions import entropy, log_prob

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from relayrl import PPOConfig
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.models.obs_stats import RunningMoments, moments
 

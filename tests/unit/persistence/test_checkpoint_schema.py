@@ -280,7 +280,7 @@ def test_sizes_are_checked_against_the_limits_before_hashing(ppo, tmp_path, monk
     path, _ = ppo
     ckpt = copy(path, str(tmp_path / "ckpt"))
     monkeypatch.setattr(checkpoint, "MAX_FILE_BYTES", 100)
-    monkeypatch.setattr(checkpoint, "_hash_regular", lambda *a: pytest.fail("hashed before the size check"))
+    monkeypatch.setattr(checkpoint, "hash_regular", lambda *a: pytest.fail("hashed before the size check"))
     with pytest.raises(
         CheckpointError,
         match=r"COMPLETE: .*: bytes = \d+: allowed: an integer from 0 to 100 "

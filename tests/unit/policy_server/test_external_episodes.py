@@ -7,13 +7,13 @@ import time
 
 import numpy as np
 import pytest
-from tests.unit.sampling.test_rollout import GAMMA, LAM, C, episode_advantages
 
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.policy_server.episodes import ExternalEpisodes
 from relayrl.policy_server.wire import RequestError
 from tests.helpers.fakes import CountdownEnv
+from tests.unit.sampling.test_rollout import GAMMA, LAM, C, episode_advantages
 
 
 def constant_value_episodes(train_batch_size):

@@ -64,7 +64,7 @@ def test_parameter_server_applies_gradients_and_records_staleness():
     import gymnasium as gym
 
     from relayrl.algorithms.a2c import A2C_METRICS, a2c_loss
-    from relayrl.core.config import DEFAULT_MODEL
+    from relayrl.core.knobs import DEFAULT_MODEL
     from relayrl.learning.learner import Learner
     from relayrl.learning.spec import LearnerSpec
     from relayrl.models import networks

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from relayrl.core.config import DEFAULT_MODEL
+from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
 from relayrl.sampling.rollout import EnvError, RolloutWorker, SamplerSettings
 from tests.helpers.fakes import CountdownEnv, NaNRewardEnv

@@ -1,0 +1,136 @@
+"""Config (de)serialisation: dicts, YAML and a checkpoint's config.json.
+
+Your own dicts and YAML are trusted: an env written 'callable:module:name' is imported. A checkpoint's
+config.json is not: nothing named in it is imported or called, and the fields saying where to connect,
+listen or write (HOST_FIELDS) keep their defaults. `ConfigSerialisation` is mixed into Config
+(relayrl/core/config.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+from collections.abc import Callable, Collection
+from typing import TYPE_CHECKING, Any, Self
+
+from relayrl.core.knobs import unknown_key
+
+if TYPE_CHECKING:
+    from relayrl.core.config import Config
+
+CALLABLE_PREFIX = "callable:"
+# Fields saying where to connect, listen or write. A checkpoint's values for them are never used (loading one
+# must not join a stranger's Ray cluster, send the Redis password elsewhere or write files where it says):
+# they keep their defaults unless the caller sets them.
+HOST_FIELDS = (
+    "address",
+    "dashboard",
+    "log_dir",
+    "replay_backend",
+    "redis_address",
+    "redis_password",
+    "redis_key_prefix",
+    "redis_appendonly",
+)
+
+
+class ConfigSerialisation:
+    """to_dict / from_dict / from_checkpoint_dict / YAML of a Config dataclass (the fields are its own)."""
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if callable(out["env"]):
+            out["env"] = CALLABLE_PREFIX + f"{out['env'].__module__}:{out['env'].__qualname__}"
+        return json.loads(json.dumps(out))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Self:
+        """A config from your own, trusted dict or YAML: an env written 'callable:module:name' is imported
+        here. A checkpoint's config.json is not trusted input: it goes through from_checkpoint_dict."""
+
+        def resolve(value: Any) -> Any:
+            if isinstance(value, str) and value.startswith(CALLABLE_PREFIX):
+                return resolve_callable(value[len(CALLABLE_PREFIX) :])
+            return value
+
+        return cls._from_fields(data, resolve, skip=())
+
+    @classmethod
+    def from_checkpoint_dict(cls, data: Any, supplied: Collection[str] = ()) -> Self:
+        """A config from a checkpoint's config.json: data from elsewhere, so nothing named in it is imported,
+        resolved or called. Its env must be a plain id gymnasium has registered already (a 'module:Env-v0'
+        id would import the module, a 'callable:...' reference would run code): any other env is refused
+        unless the caller supplies one (`supplied` holds the fields the caller sets; their stored values are
+        ignored). Fields saying where to connect, listen or write (HOST_FIELDS) keep their defaults.
+        Raises ValueError naming the field."""
+        from relayrl.core.saved_state import shown
+
+        if not isinstance(data, dict):
+            raise ValueError(f"allowed: a JSON object of field: value, got {type(data).__name__}")
+        long_key = next((k for k in data if len(k) > 64), None)
+        if long_key is not None:
+            raise ValueError(f"{cls.__name__}: unknown key {shown(long_key)}")
+        skip = set(supplied) | set(HOST_FIELDS)
+        return cls._from_fields(data, registered_env_id, skip)
+
+    @classmethod
+    def _from_fields(cls, data: dict, env: Callable[[Any], Any], skip: Collection[str]) -> Self:
+        """Defaults, then each field of `data` checked and set (the env through `env`), `skip` left out."""
+        config: Config = cls()  # type: ignore[assignment] - mixed into Config only
+        names = [f.name for f in dataclasses.fields(config)]
+        for key, value in data.items():
+            if key not in names:
+                raise unknown_key(cls.__name__, key, names)
+            if key in skip:
+                continue
+            config._set_checked(key, env(value) if key == "env" else value)
+        return config  # type: ignore[return-value]
+
+    def to_yaml(self) -> str:
+        import yaml
+
+        return yaml.safe_dump(self.to_dict(), sort_keys=False)
+
+    @classmethod
+    def from_yaml(cls, text: str) -> Self:
+        from relayrl.core import yaml_io
+
+        data = yaml_io.load(text) or {}
+        if not isinstance(data, dict):
+            raise ValueError(
+                f"{cls.__name__}: YAML config must be a mapping of field: value, got {type(data).__name__}"
+            )
+        return cls.from_dict(data)
+
+
+def registered_env_id(value: Any) -> str:
+    """`value` when it is a plain id in gymnasium's registry (looking one up imports nothing), else
+    ValueError: what a checkpoint may name as its env."""
+    import gymnasium as gym
+
+    from relayrl.core.saved_state import shown
+    from relayrl.envs import make  # noqa: F401 - registers relayrl's own ids (relayrl/SlowCartPole-v1)
+
+    supply = (
+        "a checkpoint never imports or calls code: pass the env yourself (relayrl evaluate/export "
+        "--env ID, or Algorithm.from_checkpoint(path, env=...))"
+    )
+    if isinstance(value, str) and value.startswith(CALLABLE_PREFIX):
+        raise ValueError(f"env = {shown(value)} is a Python callable and {supply}")
+    if not isinstance(value, str) or ":" in value or value not in gym.registry:
+        raise ValueError(f"env = {shown(value)} is not an env id gymnasium has registered, and {supply}")
+    return value
+
+
+def resolve_callable(path: str) -> Callable:
+    """'package.module:Name' -> the object: imports the module. Trusted input only (your own code, config
+    files and command lines), never a value read from a checkpoint."""
+    module_name, _, attr = path.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"env callable {path!r} cannot be imported: {exc}") from None
+    return obj

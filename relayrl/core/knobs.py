@@ -1,0 +1,64 @@
+"""Config fields: how one is declared (`knob`: default, builder group, check, doc), the shared model options
+and the one-line refusal of a key no config has.
+
+Config (relayrl/core/config.py) and every algorithm's config declare their fields with `knob`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import json
+from collections.abc import Iterable
+from typing import Any
+
+from relayrl.core import checks as C
+
+# Fields never shown or written: check messages say ***; config.json, run records, --print-config drop them.
+SECRET_FIELDS = ("redis_password",)
+GROUPS = ("environment", "rollouts", "resources", "training", "debugging", "reporting", "fault_tolerance")
+
+
+def knob(default: Any, group: str, check: C.Check, doc: str) -> Any:
+    """Declare a config field: its builder group, its value check and its documentation."""
+    if group not in GROUPS:  # a typo in a knob declaration: fail at import, also under python -O
+        raise ValueError(f"config group {group!r} is not one of {GROUPS}")
+    meta = {"group": group, "check": check, "doc": doc}
+    if isinstance(default, (dict, list)):
+        return dataclasses.field(default_factory=lambda: json.loads(json.dumps(default)), metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+DEFAULT_MODEL = {
+    "fcnet_hiddens": [64, 64],
+    "fcnet_activation": "tanh",
+    "conv_filters": [[16, 8, 4], [32, 4, 2]],
+    "vf_share_layers": False,
+    # running mean/std observation normalisation inside the network (its statistics travel with the weights)
+    "normalize_obs": False,
+    # initial log std of PPO's state-independent Gaussian (SB3's zoo uses -2 on MuJoCo: less initial noise)
+    "log_std_init": 0.0,
+}
+MODEL_CHECKS = {
+    "fcnet_hiddens": C.int_list(min_len=0),
+    "fcnet_activation": C.one_of("tanh", "relu", "elu", "swish"),
+    "conv_filters": C.conv_filters(),
+    "vf_share_layers": C.boolean(),
+    "normalize_obs": C.boolean(),
+    "log_std_init": C.number(-20, 5),
+}
+
+
+def merge_model(value: dict) -> dict:
+    """DEFAULT_MODEL with the options of `value` (a copy: the defaults are never mutated)."""
+    merged = json.loads(json.dumps(DEFAULT_MODEL))
+    merged.update(value)
+    return merged
+
+
+def unknown_key(where: str, key: str, allowed: Iterable[str]) -> ValueError:
+    """The refusal of `key` by `where` (a config class or builder): the closest allowed key, then all."""
+    names = list(allowed)
+    close = difflib.get_close_matches(key, names, n=1)
+    did_you_mean = f" (did you mean {close[0]!r}?)" if close else ""
+    return ValueError(f"{where}: unknown key {key!r}{did_you_mean}; allowed: {', '.join(names)}")
