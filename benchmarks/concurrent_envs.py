@@ -26,7 +26,8 @@ from slow_api_env import SlowApiEnv  # noqa: E402
 
 from relayrl.core.knobs import DEFAULT_MODEL  # noqa: E402
 from relayrl.models import networks
-from relayrl.sampling.rollout import RolloutWorker, SamplerSettings  # noqa: E402
+from relayrl.sampling.rollout import RolloutWorker
+from relayrl.sampling.settings import SamplerSettings
 
 
 def sequential_steps_per_s(env_config: dict, seconds: float) -> float:

@@ -19,7 +19,8 @@ import numpy as np
 
 from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
-from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
+from relayrl.sampling.rollout import RolloutWorker
+from relayrl.sampling.settings import SamplerSettings
 
 
 class RawLoop:

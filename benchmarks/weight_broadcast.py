@@ -15,7 +15,7 @@ import time
 import numpy as np
 import ray
 
-from relayrl.runtime.ray_workers import init_ray
+from relayrl.runtime.cluster import init_ray
 
 
 @ray.remote(num_cpus=0.01)

@@ -15,7 +15,7 @@ def ray_session():
     """A real embedded Ray started once per test session (2 CPUs, as on the CI machine)."""
     import ray
 
-    from relayrl.runtime.ray_workers import init_ray
+    from relayrl.runtime.cluster import init_ray
 
     init_ray()
     yield ray

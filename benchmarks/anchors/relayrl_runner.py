@@ -124,7 +124,8 @@ def w3_child(w: common.Workload, seed: int, variant: str, seconds: float = 4.0) 
     elif variant.startswith("worker"):
         from relayrl.core.knobs import DEFAULT_MODEL
         from relayrl.models import networks
-        from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
+        from relayrl.sampling.rollout import RolloutWorker
+        from relayrl.sampling.settings import SamplerSettings
 
         probe = gym.make(w.env)
         spec = networks.spec_from_spaces(probe.observation_space, probe.action_space, DEFAULT_MODEL)

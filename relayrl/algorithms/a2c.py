@@ -94,7 +94,7 @@ def build_a2c_learner(spec, c: Config, strategy=None, batch_fn=None):
     V-trace) and A3C (the driver's copy of its parameter server's weights)."""
     from relayrl.learning.learner import Learner
     from relayrl.learning.spec import LearnerSpec
-    from relayrl.sampling.rollout import batch_spec
+    from relayrl.sampling.settings import batch_spec
 
     learner = LearnerSpec(
         a2c_loss, A2C_METRICS, c.lr, batch_spec(spec), None, c.grad_clip, loss_hparams(c), batch_fn=batch_fn

@@ -192,7 +192,7 @@ class ApeX(DQN):
 
     def load_replay_state(self, state: dict[str, np.ndarray]) -> None:
         """Each shard's part of replay.npz, checked against the shard's capacity and columns, then loaded."""
-        from relayrl.algorithms.base import check_replay_arrays
+        from relayrl.algorithms.state import check_replay_arrays
         from relayrl.core.saved_state import CheckpointError, shown
 
         c: ApeXConfig = self.config

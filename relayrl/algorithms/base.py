@@ -20,11 +20,9 @@ import psutil
 from relayrl.algorithms.env_check import checked_spaces
 from relayrl.algorithms.exports import PolicyExports
 from relayrl.algorithms.results import ResultOutputs, iteration_result
-from relayrl.algorithms.state import (  # noqa: F401 - InProcessReplayCheckpoint, check_replay_arrays re-exported
+from relayrl.algorithms.state import (
     CheckpointState,
-    InProcessReplayCheckpoint,
     built_from_checkpoint,
-    check_replay_arrays,
 )
 from relayrl.core import contracts
 from relayrl.core.config import Config

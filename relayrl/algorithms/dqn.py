@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from relayrl.algorithms.base import Algorithm, InProcessReplayCheckpoint
+from relayrl.algorithms.base import Algorithm
 from relayrl.algorithms.epsilon_greedy import EpsilonGreedyConfig
+from relayrl.algorithms.state import InProcessReplayCheckpoint
 from relayrl.core import checks as C
 from relayrl.core.knobs import knob
 from relayrl.core.ops import piecewise_linear
@@ -171,7 +172,7 @@ class DQN(InProcessReplayCheckpoint, Algorithm):
         from relayrl.learning.learner import Learner
         from relayrl.learning.spec import LearnerSpec
         from relayrl.models.q_models import DQN_METRICS, QModel, dqn_loss
-        from relayrl.sampling.rollout import batch_spec
+        from relayrl.sampling.settings import batch_spec
 
         columns = {**batch_spec(spec, "transitions"), "weights": ((), np.float32)}
         learner = LearnerSpec(

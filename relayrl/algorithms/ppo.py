@@ -127,7 +127,7 @@ class PPO(Algorithm):
     def build_learner(spec, c: PPOConfig, strategy=None):
         from relayrl.learning.learner import Learner
         from relayrl.learning.spec import LearnerSpec
-        from relayrl.sampling.rollout import batch_spec
+        from relayrl.sampling.settings import batch_spec
 
         learner = LearnerSpec(
             ppo_loss,

@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from relayrl.algorithms.base import Algorithm, InProcessReplayCheckpoint
+from relayrl.algorithms.base import Algorithm
+from relayrl.algorithms.state import InProcessReplayCheckpoint
 from relayrl.core import checks as C
 from relayrl.core.config import Config
 from relayrl.core.knobs import DEFAULT_MODEL, MODEL_CHECKS, knob
@@ -100,7 +101,7 @@ class ReplayActorCritic(InProcessReplayCheckpoint, Algorithm):
 
     @classmethod
     def learner_columns(cls, spec) -> dict[str, tuple]:
-        from relayrl.sampling.rollout import batch_spec
+        from relayrl.sampling.settings import batch_spec
 
         return {**batch_spec(spec, "transitions"), "weights": ((), np.float32)}
 

@@ -200,7 +200,7 @@ def check_replay_arrays(
     arrays: dict[str, np.ndarray], capacity: int, spec: networks.ModelSpec, prioritized: bool, where: str
 ) -> None:
     """Refuse (CheckpointError naming `where`) replay arrays that do not fit a buffer of `capacity` rows of
-    the transitions this algorithm's workers send (rollout.batch_spec)."""
+    the transitions this algorithm's workers send (sampling.settings.batch_spec)."""
 
     num_actions = int(spec.action_nvec[0]) if spec.action_kind == "categorical" else None
     problem = replay_problem(arrays, capacity, batch_spec(spec, "transitions"), prioritized, num_actions)

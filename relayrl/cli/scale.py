@@ -132,7 +132,7 @@ def run(
     report: Callable[[str], None] = print,
 ) -> tuple[list[dict], int]:
     """Measure every worker count on one Ray session, then write scale.csv and scale.png under out_dir."""
-    from relayrl.runtime.ray_workers import init_ray
+    from relayrl.runtime.cluster import init_ray
 
     os.makedirs(out_dir, exist_ok=True)
     init_ray(address)  # one Ray session for all counts: each count starts (and stops) its own actors
@@ -199,7 +199,7 @@ def run_scale(args: argparse.Namespace) -> int:
     largest = max(args.workers)
 
     def make_config(workers: int):
-        from relayrl.runtime.ray_workers import cluster_cpus
+        from relayrl.runtime.cluster import cluster_cpus
 
         cpus = args.cpus_per_worker or min(1.0, cluster_cpus() / largest)
         return config.copy().update_from_dict({"num_rollout_workers": workers, "num_cpus_per_worker": cpus})

@@ -122,7 +122,7 @@ def make_log_dir(path: str) -> None:
 def train(args: argparse.Namespace, config, process_start: float) -> int:
     from relayrl.cli.progress import Progress
     from relayrl.replay.redis_retry import ReplayUnavailableError
-    from relayrl.sampling.rollout import EnvError, WorkerFailedError
+    from relayrl.sampling.settings import EnvError, WorkerFailedError
 
     rules = stop_rules(args)
     progress = Progress(enabled=not args.quiet, log_dir=config.log_dir)

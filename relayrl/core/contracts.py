@@ -63,7 +63,8 @@ class SyncFleet(Fleet, Protocol):
     """
 
     def sample(self, explore: Any = None) -> list[Fragment]:
-        """One fragment per worker; `explore` (a rollout.Exploration) is applied to every worker first."""
+        """One fragment per worker; `explore` (a sampling.settings.Exploration) is applied to every worker
+        first."""
 
 
 @runtime_checkable

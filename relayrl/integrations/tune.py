@@ -191,7 +191,7 @@ def run_search(
     `metric` at each trial's last result."""
     from ray import tune
 
-    from relayrl.runtime.ray_workers import init_ray
+    from relayrl.runtime.cluster import init_ray
 
     specs = [s if isinstance(s, SearchSpec) else search_space.parse(s) for s in search]
     check_search(base, specs, num_samples, scheduler, stop_iters, mode, perturbation_interval, metric)

@@ -10,7 +10,7 @@ bootstraps from V(final observation), as in gymnasium.
 
 `sample()` is the runtime interface the Algorithm calls: it blocks until `train_batch_size` complete
 steps exist, then cuts every episode's complete steps into one Fragment with GAE (`ops.gae`) and the
-same columns RolloutWorker produces (`rollout.batch_spec`). The unchanged algorithm (PPO's
+same columns RolloutWorker produces (`sampling.settings.batch_spec`). The unchanged algorithm (PPO's
 training_step) updates its learner and calls `sync_weights`, which the batcher picks up before its
 next forward pass: clients are always served the newest weights and never wait for the learner.
 

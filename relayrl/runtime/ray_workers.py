@@ -10,19 +10,16 @@ import numpy as np
 import ray
 
 from relayrl.core.types import Fragment
-from relayrl.runtime.cluster import (  # noqa: F401 - cluster_cpus, dashboard_url re-exported
+from relayrl.runtime.cluster import (
     ObjectStoreGauge,
-    cluster_cpus,
-    dashboard_url,
     init_ray,
     kill_quietly,
 )
 from relayrl.runtime.restarts import RestartBudget
 from relayrl.sampling.rollout import RolloutWorker
-from relayrl.sampling.settings import (  # noqa: F401 - WorkerFailedError re-exported
+from relayrl.sampling.settings import (
     Exploration,
     SamplerSettings,
-    WorkerFailedError,
 )
 
 

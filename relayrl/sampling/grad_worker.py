@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from relayrl.core.types import Fragment
-from relayrl.sampling.rollout import RolloutWorker, SamplerSettings, batch_spec
+from relayrl.sampling.rollout import RolloutWorker
+from relayrl.sampling.settings import SamplerSettings, batch_spec
 
 
 @dataclass

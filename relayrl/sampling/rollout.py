@@ -16,12 +16,10 @@ from relayrl.envs.make import env_name, env_seed, make_vector_env
 from relayrl.models.networks import OBS_CLIP, preprocess_obs
 from relayrl.models.obs_stats import RunningMoments, moments
 from relayrl.models.policy import Policy
-from relayrl.sampling.settings import (  # noqa: F401 - re-exported: importers of the worker find them here
+from relayrl.sampling.settings import (
     EnvError,
     Exploration,
     SamplerSettings,
-    Sampling,
-    WorkerFailedError,
     batch_spec,
 )
 

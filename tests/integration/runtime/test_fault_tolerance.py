@@ -10,7 +10,7 @@ import pytest
 
 import tests.helpers.fakes
 from relayrl import PPOConfig
-from relayrl.runtime.ray_workers import WorkerFailedError
+from relayrl.sampling.settings import WorkerFailedError
 from tests.helpers.fakes import FaultyCartPole
 
 cloudpickle.register_pickle_by_value(

@@ -10,7 +10,7 @@ import pytest
 from relayrl import IMPALAConfig
 from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
-from relayrl.sampling.rollout import SamplerSettings
+from relayrl.sampling.settings import SamplerSettings
 
 
 def make_queue(when_full: str, pull: dict | None = None):

@@ -11,8 +11,8 @@ from relayrl.models import networks
 from relayrl.models.policy import Policy
 from relayrl.models.q_models import QModel, dqn_loss
 from relayrl.models.tf_import import tf
-from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
-from relayrl.sampling.settings import Exploration
+from relayrl.sampling.rollout import RolloutWorker
+from relayrl.sampling.settings import Exploration, SamplerSettings
 from tests.helpers.fakes import CountdownEnv
 
 SPEC = networks.spec_from_spaces(

@@ -12,7 +12,8 @@ from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.envs.make import make_vector_env
 from relayrl.envs.threaded import ThreadedVectorEnv
 from relayrl.models import networks
-from relayrl.sampling.rollout import RolloutWorker, SamplerSettings
+from relayrl.sampling.rollout import RolloutWorker
+from relayrl.sampling.settings import SamplerSettings
 from tests.helpers.fakes import CountdownEnv
 
 

@@ -77,7 +77,7 @@ def ppo_learner(loss_fn, eager: bool):
     c = PPOConfig().training(sgd_minibatch_size=16)
     from relayrl.learning.learner import Learner
     from relayrl.learning.spec import LearnerSpec
-    from relayrl.sampling.rollout import batch_spec
+    from relayrl.sampling.settings import batch_spec
 
     learner = LearnerSpec(
         loss_fn,

@@ -68,7 +68,7 @@ def test_parameter_server_applies_gradients_and_records_staleness():
     from relayrl.learning.learner import Learner
     from relayrl.learning.spec import LearnerSpec
     from relayrl.models import networks
-    from relayrl.sampling.rollout import batch_spec
+    from relayrl.sampling.settings import batch_spec
 
     spec = networks.spec_from_spaces(gym.spaces.Box(-1, 1, (3,)), gym.spaces.Discrete(2), DEFAULT_MODEL)
     hparams = {"entropy_coeff": 0.0, "vf_loss_coeff": 0.5}

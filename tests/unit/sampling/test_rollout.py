@@ -5,7 +5,8 @@ import pytest
 
 from relayrl.core.knobs import DEFAULT_MODEL
 from relayrl.models import networks
-from relayrl.sampling.rollout import EnvError, RolloutWorker, SamplerSettings
+from relayrl.sampling.rollout import RolloutWorker
+from relayrl.sampling.settings import EnvError, SamplerSettings
 from tests.helpers.fakes import CountdownEnv, NaNRewardEnv
 
 GAMMA, LAM, C = 0.9, 0.8, 0.5
