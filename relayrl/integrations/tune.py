@@ -113,11 +113,9 @@ def trainable(base: str | type[Config] | Config) -> type:
 def _hyperparameter_variables(algo) -> list:
     """The learner's learning-rate and loss hyper-parameter variables (none for a learner in a Ray actor
     or a tabular learner: those keep the checkpoint's values)."""
-    learner = algo.learner
-    optimizers = getattr(learner, "optimizers", None)
-    if optimizers is None:
-        optimizers = {"": learner.optimizer} if hasattr(learner, "optimizer") else {}
-    return [o.lr for o in optimizers.values()] + list(getattr(learner, "hparams", {}).values())
+    from relayrl.learning.learner import Learner
+
+    return algo.learner.tunable_variables() if isinstance(algo.learner, Learner) else []
 
 
 def _native(value: Any) -> Any:

@@ -84,6 +84,10 @@ class Learner(CompiledSteps, tf.Module):
         for group in self.optimizer_groups():
             group.optimizer.lr.assign(lr)
 
+    def tunable_variables(self) -> list:
+        """Learning-rate and loss hyper-parameter variables (Ray Tune's PBT writes new values into them)."""
+        return [group.optimizer.lr for group in self.optimizer_groups()] + list(self.hparams.values())
+
     def set_hparam(self, name: str, value: float) -> None:
         self.hparams[name].assign(value)
 

@@ -162,7 +162,7 @@ class ServedAlgorithm:
         learner = self.algo.learner
         if not isinstance(learner, Learner):
             return []
-        optimizers = learner.optimizers.values() if learner.groups is not None else [learner.optimizer]
+        optimizers = [group.optimizer for group in learner.optimizer_groups()]
         return [v for opt in optimizers for v in (opt.step, *opt.m, *opt.v)]
 
     def _status(self) -> dict:
