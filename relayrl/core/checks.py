@@ -115,6 +115,29 @@ def env_spec() -> Check:
     return check
 
 
+WRAPPER_NAME = re.compile(r"^[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?$")
+
+
+def wrapper_list() -> Check:
+    """[{'wrapper': NAME, 'kwargs': {...}}, ...]: NAME a gymnasium.wrappers class or 'module:Class'."""
+    allowed = "allowed: a list of {'wrapper': NAME, 'kwargs': {...}} mappings (kwargs optional)"
+
+    def check(v: Any) -> str | None:
+        if not isinstance(v, list) or len(v) > MAX_LAYERS:
+            return allowed
+        for item in v:
+            if not isinstance(item, dict) or set(item) - {"wrapper", "kwargs"}:
+                return allowed
+            name = item.get("wrapper")
+            if not isinstance(name, str) or not WRAPPER_NAME.match(name):
+                return allowed + ", NAME like 'ClipReward' or 'package.module:Class'"
+            if not isinstance(item.get("kwargs", {}), dict):
+                return allowed
+        return None
+
+    return check
+
+
 def int_list(min_len: int = 1) -> Check:
     """Layer widths: min_len..MAX_LAYERS integers in 1..MAX_WIDTH."""
 

@@ -37,6 +37,13 @@ class Config(ConfigSerialisation):
         C.mapping(),
         "keyword arguments for the env (gym.make kwargs or the callable's argument)",
     )
+    env_wrappers: list = knob(
+        [],
+        "environment",
+        C.wrapper_list(),
+        "gymnasium wrappers applied to each env, innermost first: [{'wrapper': NAME, 'kwargs': {...}}], "
+        "NAME a gymnasium.wrappers class (e.g. 'ClipReward') or 'package.module:Class' of your own",
+    )
     # --- rollouts
     num_rollout_workers: int = knob(
         0, "rollouts", C.integer(0), "Ray rollout worker actors; 0 samples in the driver with no Ray"
@@ -102,6 +109,17 @@ class Config(ConfigSerialisation):
     model: dict = knob(
         DEFAULT_MODEL, "training", C.model(MODEL_CHECKS), "network options: " + ", ".join(DEFAULT_MODEL)
     )
+    # --- evaluation while training
+    evaluation_interval: Any = knob(
+        None,
+        "evaluation",
+        C.optional(C.integer(1)),
+        "evaluate every N training iterations on separately seeded envs (None = never)",
+    )
+    evaluation_episodes: int = knob(10, "evaluation", C.integer(1, 100_000), "episodes per evaluation")
+    evaluation_explore: bool = knob(
+        False, "evaluation", C.boolean(), "evaluate the exploring policy (default: deterministic actions)"
+    )
     # --- debugging
     seed: Any = knob(
         None, "debugging", C.optional(C.integer(0)), "base seed: env i of worker w gets seed + 1000 * w + i"
@@ -143,6 +161,13 @@ class Config(ConfigSerialisation):
     log_dir: Any = knob(
         None, "reporting", C.optional(C.string()), "directory for TensorBoard scalars (None = no files)"
     )
+    mlflow_tracking_uri: Any = knob(
+        None,
+        "reporting",
+        C.optional(C.string()),
+        "also log params and metrics to MLflow at this tracking URI (e.g. 'file:./mlruns'); None = off",
+    )
+    mlflow_experiment: str = knob("relayrl", "reporting", C.string(), "MLflow experiment name")
     metrics_num_episodes_for_smoothing: int = knob(
         100, "reporting", C.integer(1), "completed episodes averaged in episode_reward_mean"
     )
@@ -161,6 +186,9 @@ class Config(ConfigSerialisation):
 
     def training(self, **kwargs: Any) -> Config:
         return self._update("training", kwargs)
+
+    def evaluation(self, **kwargs: Any) -> Config:
+        return self._update("evaluation", kwargs)
 
     def debugging(self, **kwargs: Any) -> Config:
         return self._update("debugging", kwargs)
@@ -241,21 +269,12 @@ class Config(ConfigSerialisation):
             raise unknown_key(type(self).__name__, key, names)
         return names[key]
 
-    @classmethod
-    def from_tuned(cls, env_id: str) -> Config:
-        """This algorithm's tuned defaults for `env_id` (relayrl/core/tuned/<algo>-<env>.yaml), env set.
-        Raises ValueError when no tuned file exists for the pair."""
-        from relayrl.core import tuned
-
-        fields, path = tuned.load(cls.algo_name, env_id)
-        if path is None:
-            available = ", ".join(tuned.available(cls.algo_name)) or "none"
-            raise ValueError(f"no tuned {cls.algo_name} config for {env_id!r}; available: {available}")
-        return cls().environment(env_id).update_from_dict(fields)
-
     def copy(self) -> Config:
         return dataclasses.replace(
-            self, env_config=dict(self.env_config), model=json.loads(json.dumps(self.model))
+            self,
+            env_config=dict(self.env_config),
+            env_wrappers=json.loads(json.dumps(self.env_wrappers)),
+            model=json.loads(json.dumps(self.model)),
         )
 
     def build(self):

@@ -32,6 +32,7 @@ HOST_FIELDS = (
     "redis_password",
     "redis_key_prefix",
     "redis_appendonly",
+    "mlflow_tracking_uri",
 )
 
 
@@ -102,6 +103,18 @@ class ConfigSerialisation:
                 f"{cls.__name__}: YAML config must be a mapping of field: value, got {type(data).__name__}"
             )
         return cls.from_dict(data)
+
+    @classmethod
+    def from_tuned(cls, env_id: str) -> Config:
+        """This algorithm's tuned defaults for `env_id` (relayrl/core/tuned/<algo>-<env>.yaml), env set.
+        Raises ValueError when no tuned file exists for the pair."""
+        from relayrl.core import tuned
+
+        fields, path = tuned.load(cls.algo_name, env_id)
+        if path is None:
+            available = ", ".join(tuned.available(cls.algo_name)) or "none"
+            raise ValueError(f"no tuned {cls.algo_name} config for {env_id!r}; available: {available}")
+        return cls().environment(env_id).update_from_dict(fields)
 
 
 def registered_env_id(value: Any) -> str:

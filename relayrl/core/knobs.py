@@ -16,7 +16,16 @@ from relayrl.core import checks as C
 
 # Fields never shown or written: check messages say ***; config.json, run records, --print-config drop them.
 SECRET_FIELDS = ("redis_password",)
-GROUPS = ("environment", "rollouts", "resources", "training", "debugging", "reporting", "fault_tolerance")
+GROUPS = (
+    "environment",
+    "rollouts",
+    "resources",
+    "training",
+    "evaluation",
+    "debugging",
+    "reporting",
+    "fault_tolerance",
+)
 
 
 def knob(default: Any, group: str, check: C.Check, doc: str) -> Any:
