@@ -24,7 +24,7 @@ import sys
 import yaml
 
 DOCS = os.path.dirname(os.path.abspath(__file__))
-TUNED = os.path.join(os.path.dirname(DOCS), "relayrl", "tuned")
+TUNED = os.path.join(os.path.dirname(DOCS), "relayrl", "core", "tuned")
 REGION = re.compile(r"(<!-- BEGIN generated:(\w+):(\w+) -->\n)(.*?)(<!-- END generated -->)", re.S)
 
 
@@ -69,6 +69,8 @@ def config_table(name: str) -> str:
 
 
 def tuned_results(name: str) -> str:
+    if not os.path.isdir(TUNED):  # a moved folder must fail loudly, not render "no tuned config"
+        raise FileNotFoundError(f"tuned configs folder {TUNED} is missing")
     lines = []
     for path in sorted(glob.glob(os.path.join(TUNED, f"{name}-*.yaml"))):
         env = os.path.basename(path)[len(name) + 1 : -len(".yaml")]
