@@ -20,7 +20,8 @@ WORKER_ENV = {
 
 
 def init_ray(address: str | None = None, dashboard: bool = False) -> bool:
-    """Start an embedded Ray (or join `address`) unless one is running; True if this call started it.
+    """Start an embedded Ray of this process's own (or join `address`: 'auto' or host:port) unless one is
+    running; True if this call started it.
     The dashboard stays off unless asked for, and then listens on 127.0.0.1 only."""
     if ray.is_initialized():
         return False
@@ -40,7 +41,9 @@ def init_ray(address: str | None = None, dashboard: bool = False) -> bool:
             extra["dashboard_host"] = "127.0.0.1"
     global _dashboard_url
     context = ray.init(
-        address=address,
+        # "local" always starts a new Ray: None would join a cluster that `ray start` began on this machine
+        # (or one RAY_ADDRESS or a stale ray_current_cluster file names). Joining is `address="auto"`.
+        address="local" if address is None else address,
         runtime_env={"env_vars": WORKER_ENV},
         logging_level=logging.ERROR,
         configure_logging=True,
