@@ -48,9 +48,6 @@ class ActorFleet(RestartBudget):
         elapsed = (time.perf_counter() - self._window_start) * self.num_workers
         return float(max(0.0, 1.0 - self._busy_s / elapsed)) if elapsed > 0 else float("nan")
 
-    def wait_ready(self) -> None:
-        ray.get([a.ping.remote() for a in self.actors])
-
     def _queue(self, ref, actor) -> None:
         """Record an in-flight call; an actor that had none starts its hang clock now."""
         if actor not in self._pending.values():
@@ -81,7 +78,8 @@ class ActorFleet(RestartBudget):
         kill_quietly(actor)
         self.charge(i, error)
         self.actors[i] = self.replacement(self._make, i)  # up and answering: its hang clock starts now
-        self.on_restart(self.actors[i])
+        if self._armed:  # a worker lost while the fleet starts gets its work with the others' first calls
+            self.on_restart(self.actors[i])
 
     def _wait_timeout(self) -> float | None:
         """How long a ray.wait on the in-flight calls may block before the next hang check is due."""

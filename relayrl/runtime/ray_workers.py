@@ -76,10 +76,6 @@ class RayWorkers(RestartBudget):
         self.last_latencies_s = []
         self._store_bytes = ObjectStoreGauge()
 
-    def wait_ready(self) -> None:
-        """Block until every actor is constructed (raises the constructor's error if one failed)."""
-        ray.get([a.ping.remote() for a in self.actors])
-
     def restart(self, i: int, error: BaseException) -> None:
         kill_quietly(self.actors[i])
         self.charge(i, error)

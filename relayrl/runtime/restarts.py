@@ -52,6 +52,21 @@ class RestartBudget:
         """Kill worker i (0-based), charge the budget and re-create it (fleet-specific)."""
         raise NotImplementedError
 
+    def wait_ready(self) -> None:
+        """Block until every worker (`self.actors`) answers. One lost while starting (its process or its node
+        died, or it became unreachable) is re-created within the restart budget, like one lost mid-sample. A
+        constructor that raised ends the build with its error: a bad env or config would fail again."""
+        pending = {actor.ping.remote(): i for i, actor in enumerate(self.actors)}
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            i = pending.pop(ready[0])
+            try:
+                ray.get(ready[0])
+            except ray.exceptions.RayActorError as exc:
+                if exc.actor_init_failed:
+                    raise
+                self.restart(i, cause(exc))  # returns once the successor answers
+
     def gather(self, launch, indices, relaunch=None) -> tuple[dict[int, Any], list[float]]:
         """Call `launch(i)` (it returns an ObjectRef) for each worker index and wait for every result. A
         worker whose call fails (died, or its env raised) or that has not answered within sample_timeout_s

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import gymnasium as gym
 import numpy as np
 
@@ -61,7 +65,9 @@ class ImageEnv(gym.Env):
 class FaultyCartPole(gym.Wrapper):
     """CartPole that injects one fault, once across all its copies and restarts (a marker file records it):
     "raise" (env.step raises), "kill" (the worker process dies by SIGKILL) or "hang" (step blocks for 10 min),
-    at the `at_step`-th step of an env copy."""
+    at the `at_step`-th step of an env copy; or "kill_at_start": a worker process (any but `driver_pid`) dies
+    by SIGKILL while building its envs, as when its node is lost while workers start; "raise_at_start": every
+    worker's env constructor raises."""
 
     def __init__(self, env_config: dict | None = None):
         from gymnasium.envs.classic_control.cartpole import CartPoleEnv
@@ -71,10 +77,13 @@ class FaultyCartPole(gym.Wrapper):
         cfg = env_config or {}
         self.fault, self.at_step, self.marker = cfg.get("fault"), cfg.get("at_step", 100), cfg.get("marker")
         self.steps = 0
+        in_worker = os.getpid() != cfg.get("driver_pid")
+        if self.fault == "kill_at_start" and in_worker and self._claim():
+            os.kill(os.getpid(), signal.SIGKILL)
+        if self.fault == "raise_at_start" and in_worker:
+            raise RuntimeError("injected constructor failure")
 
     def _claim(self) -> bool:
-        import os
-
         try:
             os.close(os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
             return True
@@ -84,10 +93,6 @@ class FaultyCartPole(gym.Wrapper):
     def step(self, action):
         self.steps += 1
         if self.fault and self.steps == self.at_step and self._claim():
-            import os
-            import signal
-            import time
-
             if self.fault == "raise":
                 raise RuntimeError("injected env failure")
             if self.fault == "kill":

@@ -166,3 +166,49 @@ def test_a_worker_killed_during_ppo_sgd_steps_resamples_the_fragment_it_kept(ray
     assert result["timesteps_total"] == sum(f.env_steps for f in sampled) + sampled[0].env_steps
     assert all(np.isfinite(w).all() for w in after)
     assert max(np.abs(a - b).max() for a, b in zip(after, before)) > 1e-5
+
+
+@pytest.mark.parametrize("algo_name", ["ppo", "impala"])
+def test_a_worker_lost_while_workers_start_is_recreated_and_counted(ray_session, tmp_path, algo_name):
+    """The worker's process dies (SIGKILL) while it builds its envs, as when its node is lost during start-up:
+    the build re-creates it instead of failing, the restart is counted, and training runs on 2 workers."""
+    import os
+
+    from relayrl.algorithms import config_class
+
+    marker = tmp_path / "start.marker"
+    config = (
+        config_class(algo_name)()
+        .environment(
+            FaultyCartPole,
+            env_config={"fault": "kill_at_start", "marker": str(marker), "driver_pid": os.getpid()},
+        )
+        .rollouts(num_rollout_workers=2, num_envs_per_worker=2)
+        .training(train_batch_size=256)
+        .fault_tolerance(restart_backoff_s=0.1)
+    )
+    algo = config.build()
+    try:
+        result = algo.train()
+    finally:
+        algo.stop()
+    assert marker.exists()  # the fault really happened
+    assert result["workers/restarts"] == 1
+    assert result["workers/healthy"] == 2
+    assert result["timesteps_total"] > 0
+
+
+def test_a_worker_whose_constructor_raises_ends_the_build_at_once(ray_session, tmp_path):
+    """A constructor error is the user's env or config: re-creating the worker would fail the same way."""
+    import os
+
+    import ray
+
+    config = (
+        PPOConfig()
+        .environment(FaultyCartPole, env_config={"fault": "raise_at_start", "driver_pid": os.getpid()})
+        .rollouts(num_rollout_workers=1, num_envs_per_worker=2)
+        .training(train_batch_size=256)
+    )
+    with pytest.raises(ray.exceptions.RayActorError, match="injected constructor failure"):
+        config.build()
