@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from relayrl.core.config import Config
-from relayrl.core.contracts import Fleet
+from relayrl.core.contracts import Fleet, PlacedFleet
 from relayrl.core.metrics import EpisodeStats, WorkerStats
 
 
@@ -45,10 +45,18 @@ def iteration_result(
         "workers/healthy": workers.healthy(),
         "workers/restarts": workers.restarts_total,
         "workers/lost_fragments": workers.lost_fragments,
+        **worker_nodes(workers),
         **worker_stats.pop(elapsed),
         "memory/driver_rss_bytes": driver_rss_bytes,
         "memory/object_store_bytes": workers.object_store_bytes(),
     }
+
+
+def worker_nodes(workers: Fleet) -> dict[str, str]:
+    """workers/<i>/node_ip (1-based, as in log lines) for fleets on cluster nodes; none for in-process."""
+    if not isinstance(workers, PlacedFleet):
+        return {}
+    return {f"workers/{i + 1}/node_ip": ip for i, ip in enumerate(workers.node_ips)}
 
 
 class ResultOutputs:

@@ -127,6 +127,14 @@ class RestartingFleet(Protocol):
 
 
 @runtime_checkable
+class PlacedFleet(Protocol):
+    """A fleet whose workers live on cluster nodes (the Ray fleets): `node_ips[i]` is worker i+1's node
+    address, updated when a worker is re-created (results: workers/<i>/node_ip)."""
+
+    node_ips: list[str]
+
+
+@runtime_checkable
 class WorkerStates(Protocol):
     """A fleet whose workers' envs, observations and RNGs a checkpoint captures (JSON-able, no pickle)."""
 

@@ -68,8 +68,9 @@ class RayGradientWorker(GradientWorker):
         self._reply = server.apply_gradients.remote(grads, version)
         return fragment, metrics
 
-    def ping(self) -> int:
-        return self.worker_index
+    def ping(self) -> str:
+        """The address of this worker's node (answering at all says the actor is up)."""
+        return ray.util.get_node_ip_address()
 
 
 class GradientWorkers(ActorFleet):

@@ -47,8 +47,9 @@ class RayAsyncWorker(RolloutWorker):
         self.client.before_fragment()
         return self.sample()
 
-    def ping(self) -> int:
-        return self.worker_index
+    def ping(self) -> str:
+        """The address of this worker's node (answering at all says the actor is up)."""
+        return ray.util.get_node_ip_address()
 
     def stop(self) -> None:
         self.client.stop()

@@ -35,8 +35,9 @@ class RayRolloutWorker(RolloutWorker):
             self.set_explore(explore)
         return self.sample()
 
-    def ping(self) -> int:
-        return self.worker_index
+    def ping(self) -> str:
+        """The address of this worker's node (answering at all says the actor is up)."""
+        return ray.util.get_node_ip_address()
 
 
 class RayWorkers(RestartBudget):

@@ -29,6 +29,7 @@ class RestartBudget:
         self.restarts = [0] * num_workers  # per worker, against the budget
         self._consecutive = [0] * num_workers  # for the backoff
         self.restarts_total = 0
+        self.node_ips = [""] * num_workers  # the node address of each worker, from its ping
 
     def set_fault_tolerance(self, max_restarts: int, backoff_s: float, timeout_s: float | None) -> None:
         self.max_restarts, self.backoff_s, self.timeout_s = max_restarts, backoff_s, timeout_s
@@ -61,7 +62,7 @@ class RestartBudget:
             ready, _ = ray.wait(list(pending), num_returns=1)
             i = pending.pop(ready[0])
             try:
-                ray.get(ready[0])
+                self.node_ips[i] = ray.get(ready[0])
             except ray.exceptions.RayActorError as exc:
                 if exc.actor_init_failed:
                     raise
@@ -108,7 +109,7 @@ class RestartBudget:
         while True:
             actor = make(i)
             try:
-                ray.get(actor.ping.remote(), timeout=STARTUP_TIMEOUT_S)
+                self.node_ips[i] = ray.get(actor.ping.remote(), timeout=STARTUP_TIMEOUT_S)
                 return actor
             except ray.exceptions.RayError as exc:  # includes GetTimeoutError
                 kill_quietly(actor)

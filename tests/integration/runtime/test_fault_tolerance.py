@@ -195,6 +195,7 @@ def test_a_worker_lost_while_workers_start_is_recreated_and_counted(ray_session,
     assert marker.exists()  # the fault really happened
     assert result["workers/restarts"] == 1
     assert result["workers/healthy"] == 2
+    assert result["workers/2/node_ip"] == "127.0.0.1"  # the re-created worker's node is known too
     assert result["timesteps_total"] > 0
 
 

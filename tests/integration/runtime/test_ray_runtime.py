@@ -43,6 +43,8 @@ def test_two_workers_sample_and_results_are_complete(algo):
     ):
         assert key in result, key
     assert result["workers/healthy"] == 2
+    # placement you can see: the node of each worker (an embedded Ray keeps to loopback)
+    assert result["workers/1/node_ip"] == result["workers/2/node_ip"] == "127.0.0.1"
     assert 240 <= result["env_steps_this_iter"] <= 256  # 2 workers x 4 envs x 32 steps, minus reset steps
     fragments = algo.workers.sample()
     assert sorted(f.worker_index for f in fragments) == [1, 2]
