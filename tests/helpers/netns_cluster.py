@@ -1,0 +1,177 @@
+"""A real multi-address Ray cluster on one machine: each node in its own network namespace with its own
+address (10.231.0.1, .2, ...), joined by a bridge in one more namespace, Ray started in each, token auth on.
+
+    with NamespaceCluster(nodes=3) as cluster:          # skips the test when it cannot run (not root, no ip)
+        job = cluster.popen(0, ["python", "-m", "relayrl.cli", "train", ..., "--address", cluster.address])
+        cluster.kill_node(2)                             # SIGKILL every process of node 3
+        ...
+
+Traffic stays inside the namespaces it creates (the bridge connects only them, with no route out), and
+`close()` (also on an exception, and from __exit__) kills every process in them and deletes them. Used by
+tests/integration/runtime/test_namespace_cluster.py and benchmarks.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+SUBNET = "10.231.0"
+RAY_PORT = 6379
+BIN = os.path.dirname(sys.executable)
+
+
+class ClusterUnavailable(RuntimeError):
+    """This machine cannot host the cluster (not root, no `ip`, no netns support): tests skip with it."""
+
+
+def _sh(*argv: str) -> None:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {done.stderr.strip()}")
+
+
+class NamespaceCluster:
+    def __init__(self, nodes: int = 3, cpus_per_node: int = 2, env: dict[str, str] | None = None):
+        if os.geteuid() != 0 or shutil.which("ip") is None:
+            raise ClusterUnavailable("needs root and iproute2's `ip` for network namespaces")
+        tag = f"rr{os.getpid() % 100000}"
+        self.bridge = f"{tag}br"
+        self.namespaces = [f"{tag}n{i + 1}" for i in range(nodes)]
+        self.ips = [f"{SUBNET}.{i + 1}" for i in range(nodes)]
+        self.address = f"{self.ips[0]}:{RAY_PORT}"
+        self.cpus_per_node = cpus_per_node
+        self.root = f"/tmp/{tag}"  # short: Ray's unix socket paths under it must stay within 107 bytes
+        # token auth on every node and client: Ray's `ray start` cluster requires it (~/.ray/auth_token)
+        self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
+
+    # ------------------------------------------------------------------ lifecycle
+    def __enter__(self) -> NamespaceCluster:
+        try:
+            self.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self, timeout_s: float = 180.0) -> None:
+        self._network()
+        for i in range(len(self.namespaces)):
+            self._ray_start(i)
+        self.wait_for_nodes(len(self.namespaces), timeout_s)
+
+    def _network(self) -> None:
+        try:
+            _sh("ip", "netns", "add", self.bridge)
+        except RuntimeError as exc:
+            raise ClusterUnavailable(f"cannot create a network namespace: {exc}") from None
+        _sh("ip", "-n", self.bridge, "link", "set", "lo", "up")
+        _sh("ip", "-n", self.bridge, "link", "add", "br0", "type", "bridge")
+        _sh("ip", "-n", self.bridge, "link", "set", "br0", "up")
+        for ns, ip in zip(self.namespaces, self.ips):
+            _sh("ip", "netns", "add", ns)
+            inner, outer = f"{ns}a", f"{ns}b"
+            _sh(
+                "ip",
+                "link",
+                "add",
+                inner,
+                "netns",
+                ns,
+                "type",
+                "veth",
+                "peer",
+                "name",
+                outer,
+                "netns",
+                self.bridge,
+            )
+            _sh("ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", inner)
+            _sh("ip", "-n", ns, "link", "set", inner, "up")
+            _sh("ip", "-n", ns, "link", "set", "lo", "up")
+            _sh("ip", "-n", self.bridge, "link", "set", outer, "master", "br0")
+            _sh("ip", "-n", self.bridge, "link", "set", outer, "up")
+
+    def _ray_start(self, i: int) -> None:
+        temp_dir = os.path.join(self.root, f"n{i + 1}")
+        os.makedirs(temp_dir, exist_ok=True)
+        role = ["--head", "--port", str(RAY_PORT), "--include-dashboard", "false"] if i == 0 else []
+        role = role or ["--address", self.address]
+        argv = [os.path.join(BIN, "ray"), "start", *role, "--node-ip-address", self.ips[i]]
+        argv += ["--num-cpus", str(self.cpus_per_node), "--temp-dir", temp_dir]
+        done = self.run(i, argv, timeout=120)
+        if done.returncode != 0:
+            raise RuntimeError(f"ray start on node {i + 1} failed: {done.stderr.strip()[-500:]}")
+
+    def wait_for_nodes(self, count: int, timeout_s: float) -> None:
+        """Until `count` nodes are alive in the cluster (as the head's GCS sees them)."""
+        script = "import ray; ray.init(address=%r, logging_level='ERROR'); "
+        script += "print(len([n for n in ray.nodes() if n['Alive']]))"
+        deadline = time.monotonic() + timeout_s
+        while True:
+            done = self.run(0, [sys.executable, "-c", script % self.address], timeout=120)
+            alive = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
+            if alive and int(alive[0]) == count:
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"cluster: {alive} of {count} nodes alive after {timeout_s} s: {done.stderr[-500:]}"
+                )
+            time.sleep(2)
+
+    def close(self) -> None:
+        for ns in [*self.namespaces, self.bridge]:
+            for pid in self.pids(ns):
+                _kill(pid)
+        for ns in [*self.namespaces, self.bridge]:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=60)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    # ------------------------------------------------------------------ running and killing
+    def command(self, node: int, argv: Sequence[str]) -> list[str]:
+        return ["ip", "netns", "exec", self.namespaces[node], *argv]
+
+    def run(self, node: int, argv: Sequence[str], timeout: float) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            self.command(node, argv), env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+
+    def popen(self, node: int, argv: Sequence[str], **kwargs) -> subprocess.Popen:
+        return subprocess.Popen(self.command(node, argv), env=self.env, text=True, **kwargs)
+
+    def pids(self, ns: str) -> list[int]:
+        done = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, timeout=60)
+        return [int(p) for p in done.stdout.split()] if done.returncode == 0 else []
+
+    def processes(self, node: int) -> list[str]:
+        """The command lines of node's processes (Ray renames an actor's process `ray::ClassName...`)."""
+        lines = []
+        for pid in self.pids(self.namespaces[node]):
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                    lines.append(fh.read().replace(b"\0", b" ").decode(errors="replace"))
+            except OSError:
+                pass
+        return lines
+
+    def kill_node(self, node: int) -> int:
+        """SIGKILL every process of the node, as if it lost power; returns how many there were."""
+        pids = self.pids(self.namespaces[node])
+        for pid in pids:
+            _kill(pid)
+        return len(pids)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
