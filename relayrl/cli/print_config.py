@@ -19,6 +19,16 @@ def mask_set_item(item: str) -> str:
     return f"{key}{sep}***" if sep and key.strip() in SECRET_FIELDS else item
 
 
+def mask_argv(argv: list[str]) -> list[str]:
+    """A command line as run.json records it: the value of a secret --set (`--set KEY=V` or `--set=KEY=V`)
+    masked."""
+    out = []
+    for item in argv:
+        flag, sep, rest = item.partition("=")
+        out.append(f"{flag}={mask_set_item(rest)}" if flag == "--set" and sep else mask_set_item(item))
+    return out
+
+
 def render(args: argparse.Namespace, config) -> str:
     from relayrl.core import tuned
 
@@ -27,7 +37,14 @@ def render(args: argparse.Namespace, config) -> str:
         "(defaults < tuned file < --config < --set < flags)"
     ]
     tuned_path = getattr(args, "tuned_path", None)
-    if tuned_path:
+    if (
+        getattr(args, "resume_changes", None) is not None
+    ):  # resume.resumed_config: the checkpoint's config.json under the user's own settings
+        lines[0] = (
+            f"# relayrl train {args.algo} {args.env}: resolved config (checkpoint < --config < --set < flags)"
+        )
+        lines.append(f"# resumed from: {args.resume} (no tuned file)")
+    elif tuned_path:
         lines.append(f"# tuned: {tuned_path}")
         for key, value in tuned.notes(tuned_path).items():
             lines.append(f"# {key}: {value}")
