@@ -35,7 +35,7 @@ def add_run_args(p: argparse.ArgumentParser) -> None:
         default=None,
         help="seed of networks, envs and sampling (default: none, every run differs)",
     )
-    p.add_argument("--config", default=None, metavar="FILE", help="YAML file of config fields")
+    p.add_argument("--config", type=nonempty, default=None, metavar="FILE", help="YAML file of config fields")
     p.add_argument(
         "--set",
         action="append",
@@ -94,6 +94,13 @@ def int_at_least(low: int):
 
     parse.__name__ = "integer"
     return parse
+
+
+def nonempty(text: str) -> str:
+    """argparse type of a path or name: an empty one is a mistake (an unset shell variable), never 'default'."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is invalid: allowed: a non-empty path")
+    return text
 
 
 def finite_float(text: str) -> float:

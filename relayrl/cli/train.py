@@ -22,6 +22,7 @@ from relayrl.cli.common import (
     fail,
     int_at_least,
     jsonable,
+    nonempty,
     should_stop,
     stop_rules,
 )
@@ -48,6 +49,7 @@ def register(sub) -> None:
     add_stop_args(t)
     t.add_argument(
         "--logdir",
+        type=nonempty,
         default=None,
         metavar="DIR",
         help="the run's directory: TensorBoard, progress.csv, config.json, run.json, checkpoints/ "
@@ -82,6 +84,7 @@ def register(sub) -> None:
     )
     t.add_argument(
         "--resume",
+        type=nonempty,
         default=None,
         metavar="DIR|auto",
         help="continue from a checkpoint directory with its config; 'auto': the newest complete one under "
@@ -135,6 +138,7 @@ def record_start(args: argparse.Namespace, log_dir: str, resumed_from: str | Non
     from relayrl.persistence import run_info
 
     argv = getattr(args, "argv", None) or ["relayrl", *sys.argv[1:]]
+    resumed_from = os.path.abspath(resumed_from) if resumed_from else None
     run_info.write(log_dir, mask_argv(argv), getattr(args, "tuned_path", None), resumed_from)
 
 

@@ -100,5 +100,5 @@ def _earlier(path: str) -> list[dict]:
         return []
     if not isinstance(data, dict) or not isinstance(data.get("earlier", []), list):
         return []
-    earlier = [e for e in data.get("earlier", []) if isinstance(e, dict)]
-    return [*earlier, {k: v for k, v in data.items() if k != "earlier"}][-MAX_EARLIER:]
+    entries = [*data.get("earlier", []), {k: v for k, v in data.items() if k != "earlier"}]
+    return [e for e in entries if isinstance(e, dict) and isinstance(e.get("argv"), list)][-MAX_EARLIER:]
