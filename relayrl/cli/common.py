@@ -97,7 +97,7 @@ def int_at_least(low: int):
 
 
 def nonempty(text: str) -> str:
-    """argparse type of a path or name: an empty one is a mistake (an unset shell variable), never 'default'."""
+    """argparse type of a path: an empty one is a mistake (an unset shell variable), never the default."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r} is invalid: allowed: a non-empty path")
     return text
