@@ -6,11 +6,10 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
-import os
-import re
 import sys
-import time
 from typing import Any
+
+from relayrl.cli.run_names import default_logdir
 
 EXIT_BAD_INPUT = 2
 
@@ -250,24 +249,6 @@ def config_from_args(args: argparse.Namespace):
     config.validate()
     algorithm_class(args.algo).check_env(config)
     return config
-
-
-def run_name(algo: str, env: str) -> str:
-    return f"{algo}_{env.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}_{os.getpid()}"
-
-
-def run_name_pattern(algo: str, env: str) -> re.Pattern[str]:
-    """What run_name(algo, env) writes, for finding a pair's runs again (`--resume auto`)."""
-    return re.compile(rf"{re.escape(algo)}_{re.escape(env.replace('/', '-'))}_[0-9]{{8}}-[0-9]{{6}}_[0-9]+")
-
-
-def results_root() -> str:
-    """Where runs go without --logdir, one folder per run_name()."""
-    return os.path.join(os.path.expanduser("~"), "relayrl_results")
-
-
-def default_logdir(algo: str, env: str) -> str:
-    return os.path.join(results_root(), run_name(algo, env))
 
 
 def stop_rules(args: argparse.Namespace) -> dict[str, float]:

@@ -17,15 +17,8 @@ import argparse
 import os
 from typing import Any
 
-from relayrl.cli.common import (
-    DICT_FIELDS,
-    apply_fields,
-    check_algo_env,
-    default_logdir,
-    results_root,
-    run_name_pattern,
-    user_fields,
-)
+from relayrl.cli.common import DICT_FIELDS, apply_fields, check_algo_env, user_fields
+from relayrl.cli.run_names import default_logdir, results_root, run_name_pattern
 
 CHECKPOINTS = "checkpoints"  # a run's checkpoints: <log dir>/checkpoints/ckpt-N
 

@@ -24,8 +24,8 @@ from relayrl.cli.common import (
     int_at_least,
     nonempty,
     positive_float,
-    run_name,
 )
+from relayrl.cli.run_names import run_name
 from relayrl.cli.scale_runs import MIN_SAMPLES, plot, run_rounds, write_csv
 
 KNEE_GAIN = 0.10  # relative throughput one more worker must add to be worth it

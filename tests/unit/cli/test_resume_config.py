@@ -10,8 +10,8 @@ import yaml
 
 from relayrl.algorithms.ppo import PPOConfig
 from relayrl.cli import app as cli
-from relayrl.cli.common import run_name
 from relayrl.cli.resume import changes, newest_run_checkpoint
+from relayrl.cli.run_names import run_name
 from relayrl.persistence import checkpoint
 
 SMALL = {"train_batch_size": 64, "sgd_minibatch_size": 32, "num_sgd_iter": 1, "num_envs_per_worker": 2}
@@ -118,3 +118,30 @@ def test_an_empty_path_is_refused_not_taken_as_unset(capsys, flag):
         code == 2
         and err.strip() == f"relayrl: error: argument {flag}: '' is invalid: allowed: a non-empty path"
     )
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda c: c.update(lr="x" * 100_000), "config.json: PPOConfig.lr = 'xxxx"),
+        (lambda c: c.update(env="callable:os:system"), "env = 'callable:os:system' is not this run's env"),
+        (lambda c: c.update(model={"fcnet_hiddens": "evil"}), "model['fcnet_hiddens'] = 'evil'"),
+        (lambda c: c.update(model=[1]), "PPOConfig.model = [1] is invalid"),
+        (lambda c: c.update({"no_such_field": 1}), "unknown key 'no_such_field'"),
+        (lambda c: c.update(address="10.0.0.1:6379", log_dir="/etc"), None),  # never read: resumes
+    ],
+)
+def test_a_hostile_checkpoint_config_is_one_line_or_ignored_where_never_read(
+    capsys, saved, tmp_path, edit, message
+):
+    from tests.helpers import checkpoint_edits
+
+    path = checkpoint_edits.copy(saved, str(tmp_path / "ckpt"))
+    checkpoint_edits.edit_json(path, "config.json", edit)
+    code, out, err = main(capsys, "train", "ppo", "CartPole-v1", "--resume", path, "--print-config")
+    if message is None:
+        fields = yaml.safe_load(out)
+        assert code == 0 and fields["address"] is None and fields["log_dir"] is None, err
+        return
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and message in lines[0] and len(lines[0]) < 1000, err
