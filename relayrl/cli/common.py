@@ -238,16 +238,16 @@ def config_from_args(args: argparse.Namespace):
     if tuned_fields:
         config.update_from_dict(tuned_fields)
         args.tuned_path = tuned_path
-    elif not getattr(args, "quiet", False):
-        print(
-            f"relayrl: no tuned config for {args.algo} on {args.env}: using defaults; see `relayrl list`",
-            file=sys.stderr,
-        )
     apply_fields(config, layers)
     if args.command == "train":
         config.reporting(log_dir=args.logdir or default_logdir(args.algo, args.env))
     config.validate()
     algorithm_class(args.algo).check_env(config)
+    if tuned_path is None and not getattr(args, "quiet", False):  # after the checks: a refusal stays one line
+        print(
+            f"relayrl: no tuned config for {args.algo} on {args.env}: using defaults; see `relayrl list`",
+            file=sys.stderr,
+        )
     return config
 
 
