@@ -30,6 +30,12 @@ def locate(args: argparse.Namespace) -> str | None:
     from relayrl.persistence import checkpoint
 
     if args.resume != "auto":
+        run_dir = os.path.join(args.resume, CHECKPOINTS)
+        if os.path.isdir(run_dir) and not os.path.lexists(os.path.join(args.resume, checkpoint.MARKER)):
+            raise ValueError(
+                f"--resume {args.resume} is a run directory, not a checkpoint: pass --resume auto --logdir "
+                f"{args.resume}, or a checkpoint such as {checkpoint.latest(run_dir) or run_dir + '/ckpt-N'}"
+            )
         return args.resume
     if args.logdir:
         return checkpoint.latest(os.path.join(args.logdir, CHECKPOINTS))

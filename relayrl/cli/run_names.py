@@ -1,5 +1,5 @@
 """Where runs go without --logdir: one folder per run under the results root, named so that a run of an
-(algorithm, env) pair can be found again (`--resume auto`)."""
+(algorithm, env) pair can be found again (`--resume auto`); the check that an output folder is writable."""
 
 from __future__ import annotations
 
@@ -24,3 +24,18 @@ def results_root() -> str:
 
 def default_logdir(algo: str, env: str) -> str:
     return os.path.join(results_root(), run_name(algo, env))
+
+
+def make_writable_dir(path: str, flag: str) -> None:
+    """Create `path` and check this user can write there, else ValueError naming the flag."""
+    import tempfile
+
+    try:
+        os.makedirs(path, exist_ok=True)
+        with tempfile.TemporaryFile(dir=path):
+            pass
+    except OSError as exc:
+        raise ValueError(
+            f"{flag} {path}: cannot write there ({exc.strerror or exc}); allowed: a directory "
+            f"this user can create and write"
+        ) from None

@@ -25,7 +25,7 @@ from relayrl.cli.common import (
     nonempty,
     positive_float,
 )
-from relayrl.cli.run_names import run_name
+from relayrl.cli.run_names import make_writable_dir, run_name
 from relayrl.cli.scale_runs import MIN_SAMPLES, plot, run_rounds, write_csv
 
 KNEE_GAIN = 0.10  # relative throughput one more worker must add to be worth it
@@ -195,9 +195,10 @@ def run_scale(args: argparse.Namespace) -> int:
         config = config_from_args(args)
         for workers in counts:  # every count's config is valid before anything is measured
             config.copy().update_from_dict({"num_rollout_workers": workers}).validate()
+        out = args.out or os.path.join("relayrl_scale", run_name(args.algo, args.env))
+        make_writable_dir(out, "--out")
     except (ValueError, OSError) as exc:
         return fail(EXIT_BAD_INPUT, str(exc))
-    out = args.out or os.path.join("relayrl_scale", run_name(args.algo, args.env))
 
     def make_config(workers: int):
         fields: dict = {"num_rollout_workers": workers}

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import sys
-import tempfile
 import time
 
 import psutil
@@ -26,6 +25,7 @@ from relayrl.cli.common import (
     should_stop,
     stop_rules,
 )
+from relayrl.cli.run_names import make_writable_dir
 
 
 def register(sub) -> None:
@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     new_log_dir = not os.path.exists(config.log_dir)
     try:
-        make_log_dir(config.log_dir)
+        make_writable_dir(config.log_dir, "--logdir")
     except ValueError as exc:
         return fail(EXIT_BAD_INPUT, str(exc))
     record_start(args, config.log_dir, path)
@@ -140,18 +140,6 @@ def record_start(args: argparse.Namespace, log_dir: str, resumed_from: str | Non
     argv = getattr(args, "argv", None) or ["relayrl", *sys.argv[1:]]
     resumed_from = os.path.abspath(resumed_from) if resumed_from else None
     run_info.write(log_dir, mask_argv(argv), getattr(args, "tuned_path", None), resumed_from)
-
-
-def make_log_dir(path: str) -> None:
-    try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        raise ValueError(
-            f"--logdir {path}: cannot write there ({exc.strerror or exc}); allowed: a directory "
-            f"this user can create and write"
-        ) from None
 
 
 def train(args: argparse.Namespace, config, process_start: float) -> int:

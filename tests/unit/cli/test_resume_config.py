@@ -145,3 +145,12 @@ def test_a_hostile_checkpoint_config_is_one_line_or_ignored_where_never_read(
         return
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1 and message in lines[0] and len(lines[0]) < 1000, err
+
+
+def test_a_run_directory_given_as_the_checkpoint_says_what_to_pass(capsys, saved):
+    run = os.path.dirname(os.path.dirname(saved))
+    code, _, err = main(capsys, "train", "ppo", "CartPole-v1", "--resume", run, "--print-config")
+    assert code == 2 and err.strip() == (
+        f"relayrl: error: --resume {run} is a run directory, not a checkpoint: pass --resume auto --logdir "
+        f"{run}, or a checkpoint such as {saved}"
+    )
