@@ -1,9 +1,10 @@
 """`relayrl train ALGO ENV --print-config`: the fully resolved config as YAML, without training.
 
 Resolution order (later wins): the algorithm's defaults < relayrl/core/tuned/<algo>-<env>.yaml < --config FILE
-< --set KEY=VALUE < flags (--seed, --workers, ...). The header comments name the tuned file and its `_result`
-record; the body loads back with `--config`. Secrets (checkpoint.SECRET_FIELDS, e.g. redis_password) never
-appear: `***` in the `# --set:` line, null in the body.
+< --set KEY=VALUE < flags (--seed, --workers, ...); with --resume the checkpoint's config.json takes the place
+of the defaults and the tuned file (cli/resume.py). The header comments name the tuned file and its `_result`
+record (or the checkpoint); the body loads back with `--config`. Secrets (checkpoint.SECRET_FIELDS, e.g.
+redis_password) never appear: `***` in the `# --set:` line and run.json's argv (mask_argv), null in the body.
 """
 
 from __future__ import annotations
@@ -37,9 +38,7 @@ def render(args: argparse.Namespace, config) -> str:
         "(defaults < tuned file < --config < --set < flags)"
     ]
     tuned_path = getattr(args, "tuned_path", None)
-    if (
-        getattr(args, "resume_changes", None) is not None
-    ):  # resume.resumed_config: the checkpoint's config.json under the user's own settings
+    if getattr(args, "resume_changes", None) is not None:  # set by resume.resumed_config
         lines[0] = (
             f"# relayrl train {args.algo} {args.env}: resolved config (checkpoint < --config < --set < flags)"
         )
