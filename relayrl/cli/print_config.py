@@ -1,9 +1,10 @@
 """`relayrl train ALGO ENV --print-config`: the fully resolved config as YAML, without training.
 
 Resolution order (later wins): the algorithm's defaults < relayrl/core/tuned/<algo>-<env>.yaml < --config FILE
-< --set KEY=VALUE < flags (--seed, --workers, ...). The header comments name the tuned file and its `_result`
-record; the body loads back with `--config`. Secrets (checkpoint.SECRET_FIELDS, e.g. redis_password) never
-appear: `***` in the `# --set:` line, null in the body.
+< --set KEY=VALUE < flags (--seed, --workers, ...); with --resume the checkpoint's config.json takes the place
+of the defaults and the tuned file (cli/resume.py). The header comments name the tuned file and its `_result`
+record (or the checkpoint); the body loads back with `--config`. Secrets (checkpoint.SECRET_FIELDS, e.g.
+redis_password) never appear: `***` in the `# --set:` line and run.json's argv (mask_argv), null in the body.
 """
 
 from __future__ import annotations
@@ -19,6 +20,16 @@ def mask_set_item(item: str) -> str:
     return f"{key}{sep}***" if sep and key.strip() in SECRET_FIELDS else item
 
 
+def mask_argv(argv: list[str]) -> list[str]:
+    """A command line as run.json records it: the value of a secret --set (`--set KEY=V` or `--set=KEY=V`)
+    masked."""
+    out = []
+    for item in argv:
+        flag, sep, rest = item.partition("=")
+        out.append(f"{flag}={mask_set_item(rest)}" if flag == "--set" and sep else mask_set_item(item))
+    return out
+
+
 def render(args: argparse.Namespace, config) -> str:
     from relayrl.core import tuned
 
@@ -27,7 +38,12 @@ def render(args: argparse.Namespace, config) -> str:
         "(defaults < tuned file < --config < --set < flags)"
     ]
     tuned_path = getattr(args, "tuned_path", None)
-    if tuned_path:
+    if getattr(args, "resume_changes", None) is not None:  # set by resume.resumed_config
+        lines[0] = (
+            f"# relayrl train {args.algo} {args.env}: resolved config (checkpoint < --config < --set < flags)"
+        )
+        lines.append(f"# resumed from: {args.resume} (no tuned file)")
+    elif tuned_path:
         lines.append(f"# tuned: {tuned_path}")
         for key, value in tuned.notes(tuned_path).items():
             lines.append(f"# {key}: {value}")

@@ -7,7 +7,7 @@ import argparse
 import json
 import os
 import shutil
-import tempfile
+import sys
 import time
 
 import psutil
@@ -21,23 +21,39 @@ from relayrl.cli.common import (
     fail,
     int_at_least,
     jsonable,
+    nonempty,
     should_stop,
     stop_rules,
 )
+from relayrl.cli.run_names import make_writable_dir
 
 
 def register(sub) -> None:
-    t = sub.add_parser("train", help="train an agent")
+    from relayrl.cli.train_help import DESCRIPTION, epilog
+
+    t = sub.add_parser(
+        "train",
+        help="train an agent",
+        description=DESCRIPTION,
+        epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_run_args(t)
     t.add_argument(
         "--workers",
         type=int_at_least(0),
         default=None,
-        help="Ray rollout workers (0 = sample in this process)",
+        metavar="N",
+        help="Ray rollout workers (default 0: sample in this process, no Ray; `relayrl scale` measures)",
     )
     add_stop_args(t)
     t.add_argument(
-        "--logdir", default=None, help="TensorBoard directory (default ~/relayrl_results/ALGO_ENV_TIME)"
+        "--logdir",
+        type=nonempty,
+        default=None,
+        metavar="DIR",
+        help="the run's directory: TensorBoard, progress.csv, config.json, run.json, checkpoints/ "
+        "(default ~/relayrl_results/ALGO_ENV_TIME_PID)",
     )
     t.add_argument(
         "--dashboard", action="store_true", help="start the Ray dashboard on 127.0.0.1 (needs --workers >= 1)"
@@ -45,7 +61,7 @@ def register(sub) -> None:
     t.add_argument(
         "--json", action="store_true", help="last stdout line: the final result as one JSON object"
     )
-    t.add_argument("--quiet", action="store_true", help="no progress lines")
+    t.add_argument("--quiet", action="store_true", help="no progress lines or notes on stderr")
     t.add_argument(
         "--eager",
         action="store_true",
@@ -56,7 +72,7 @@ def register(sub) -> None:
         type=int_at_least(0),
         default=0,
         metavar="N",
-        help="checkpoint every N iterations (0 = off)",
+        help="checkpoint every N iterations into LOGDIR/checkpoints (0 = off)",
     )
     t.add_argument("--checkpoint-at-end", action="store_true", help="checkpoint when training stops")
     t.add_argument(
@@ -68,22 +84,33 @@ def register(sub) -> None:
     )
     t.add_argument(
         "--resume",
+        type=nonempty,
         default=None,
         metavar="DIR|auto",
-        help="continue from a checkpoint directory, or 'auto': the newest complete one under --logdir",
+        help="continue from a checkpoint directory with its config; 'auto': the newest complete one under "
+        "--logdir (none there yet: start fresh there), or without --logdir the newest run of ALGO on ENV "
+        "under ~/relayrl_results that has one",
     )
     t.add_argument(
         "--print-config",
         action="store_true",
-        help="print the resolved config (defaults + tuned file + --config + --set) as YAML and exit",
+        help="print the resolved config (with --resume: the checkpoint's, with your changes) as YAML "
+        "and exit",
     )
     t.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from relayrl.cli import resume
+
     process_start = psutil.Process().create_time()
-    try:
-        config = config_from_args(args)
+    try:  # refuse a missing or bad checkpoint and any bad input before anything starts
+        path = resume.locate(args) if args.resume else None
+        if path:
+            config = resume.resumed_config(args, path)
+            args.resume = path
+        else:
+            config = config_from_args(args)
     except (ValueError, OSError) as exc:
         return fail(EXIT_BAD_INPUT, str(exc))
     if args.print_config:
@@ -92,31 +119,27 @@ def run(args: argparse.Namespace) -> int:
         print(render(args, config), end="")
         return 0
     new_log_dir = not os.path.exists(config.log_dir)
-    try:  # refuse a missing or bad checkpoint and an unwritable log dir before anything starts
-        if args.resume not in (None, "auto"):
-            from relayrl.persistence import checkpoint
-
-            checkpoint.verify(args.resume, algo=args.algo)
-            checkpoint.check_resume_env(args.resume, config.env)
-        make_log_dir(config.log_dir)
+    try:
+        make_writable_dir(config.log_dir, "--logdir")
     except ValueError as exc:
         return fail(EXIT_BAD_INPUT, str(exc))
+    record_start(args, config.log_dir, path)
+    if path and not args.quiet:
+        print(f"relayrl: {resume.changes_line(path, args.resume_changes)}", file=sys.stderr, flush=True)
     code = train(args, config, process_start)
     if code == EXIT_BAD_INPUT and new_log_dir:  # refused after the build (a bad learner file): leave no trace
         shutil.rmtree(config.log_dir, ignore_errors=True)
     return code
 
 
-def make_log_dir(path: str) -> None:
-    try:
-        os.makedirs(path, exist_ok=True)
-        with tempfile.TemporaryFile(dir=path):
-            pass
-    except OSError as exc:
-        raise ValueError(
-            f"--logdir {path}: cannot write there ({exc.strerror or exc}); allowed: a directory "
-            f"this user can create and write"
-        ) from None
+def record_start(args: argparse.Namespace, log_dir: str, resumed_from: str | None) -> None:
+    """run.json: the command line (secrets masked), versions, git revision, the tuned file."""
+    from relayrl.cli.print_config import mask_argv
+    from relayrl.persistence import run_info
+
+    argv = getattr(args, "argv", None) or ["relayrl", *sys.argv[1:]]
+    resumed_from = os.path.abspath(resumed_from) if resumed_from else None
+    run_info.write(log_dir, mask_argv(argv), getattr(args, "tuned_path", None), resumed_from)
 
 
 def train(args: argparse.Namespace, config, process_start: float) -> int:
@@ -178,7 +201,8 @@ def train(args: argparse.Namespace, config, process_start: float) -> int:
 
 
 def resume_path(resume: str | None, ckpt_dir: str, progress) -> str | None:
-    """The checkpoint --resume names; 'auto' is the newest complete one under ckpt_dir, if any."""
+    """The checkpoint to continue from: run() has resolved --resume already (resume.locate); 'auto' is left
+    only when --logdir holds no checkpoint yet, and the run starts fresh there."""
     from relayrl.persistence import checkpoint
 
     if resume != "auto":
@@ -193,8 +217,9 @@ def resume_path(resume: str | None, ckpt_dir: str, progress) -> str | None:
 
 
 def build_resumed(config, resume: str | None):
-    """config's Algorithm, restored from `resume` when given; a bad checkpoint, another algorithm's or another
-    env's, is refused (ValueError) before anything starts."""
+    """config's Algorithm, restored from `resume` when given; config is the checkpoint's own with the user's
+    changes (resume.resumed_config), so the networks match its weights. A bad checkpoint, another algorithm's
+    or another env's, is refused (ValueError) before anything starts."""
     from relayrl.persistence import checkpoint
 
     if resume:
