@@ -3,9 +3,11 @@ run's params and every numeric entry of each result dict as metrics (step = time
 experiment config.mlflow_experiment.
 
 Written through mlflow's MlflowClient (no global active run, so two algorithms in one process log to two
-runs). mlflow is an optional extra (`pip install 'relayrl[mlflow]'`); without it a config that asks for
-MLflow is refused when the algorithm is built. A tracking server that fails mid-run is reported once and
-then left alone: the run's own files (TensorBoard, progress.csv, checkpoints) are what training needs.
+runs). MLflow 3 refuses its file store (`file:` URIs) unless MLFLOW_ALLOW_FILE_STORE=true is set; a
+database or server URI needs nothing. mlflow is an optional extra (`pip install 'relayrl[mlflow]'`);
+without it a config that asks for MLflow is refused when the algorithm is built. A tracking server that
+fails mid-run is reported once and then left alone: the run's own files (TensorBoard, progress.csv,
+checkpoints) are what training needs.
 """
 
 from __future__ import annotations
@@ -48,11 +50,13 @@ class MLflowLogger:
             found = self.client.get_experiment_by_name(experiment)
             self.experiment_id = found.experiment_id if found else self.client.create_experiment(experiment)
         except Exception as exc:  # mlflow raises its own and its stores' errors: refuse them all as one line
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            text = str(exc).replace(tracking_uri, "<the URI>").strip()  # it may carry a password
+            first = text.splitlines()[0] if text else type(exc).__name__
             raise ValueError(
                 f"mlflow_tracking_uri ({scheme}) / mlflow_experiment = {experiment!r}: MLflow refused it "
-                f"({first[:200]}); allowed: a tracking URI MLflow accepts (e.g. 'file:./mlruns', "
-                f"'http://host:5000') and an experiment name"
+                f"({first.split('. ')[0][:200]}); allowed: a tracking URI MLflow accepts (e.g. "
+                f"'http://host:5000', 'sqlite:///mlflow.db', or 'file:./mlruns' with the environment "
+                f"variable MLFLOW_ALLOW_FILE_STORE=true) and an experiment name"
             ) from None
         self.algo, self.params = algo, params
         self.run_id: str | None = None

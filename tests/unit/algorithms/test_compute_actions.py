@@ -103,5 +103,8 @@ def test_hostile_observations_are_refused_in_one_line(dqn, obs):
 @pytest.mark.parametrize("state", [16, -1, 2.5, "3"])
 def test_q_learning_refuses_states_outside_the_table(state):
     config = QLearningConfig().environment("FrozenLake-v1").rollouts(num_rollout_workers=0)
-    with config.build() as algo, pytest.raises(ValueError, match=r"allowed: a 1-D batch of integers in \[0, 16\)"):
+    with (
+        config.build() as algo,
+        pytest.raises(ValueError, match=r"allowed: a 1-D batch of integers in \[0, 16\)"),
+    ):
         algo.compute_single_action(state)

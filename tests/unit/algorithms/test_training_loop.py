@@ -111,7 +111,9 @@ def test_a_resumed_run_keeps_a_better_best(algo, tmp_path):
     (tmp_path / "best.json").write_text(json.dumps({"evaluation/episode_reward_mean": 1e9}))
     told = []
     plan = CheckpointPlan(str(tmp_path), keep_best=True)
-    train_until(algo, {"iters": algo.iteration + 2}, checkpoints=plan, progress=False, on_checkpoint=told.append)
+    train_until(
+        algo, {"iters": algo.iteration + 2}, checkpoints=plan, progress=False, on_checkpoint=told.append
+    )
     assert told == [] and not (tmp_path / "best").exists()  # algo.iteration > 0: a resumed run
 
 
