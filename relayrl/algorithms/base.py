@@ -20,7 +20,7 @@ import psutil
 from relayrl.algorithms.actions import PolicyActions
 from relayrl.algorithms.env_check import checked_spaces
 from relayrl.algorithms.exports import PolicyExports
-from relayrl.algorithms.periodic_evaluation import evaluation_result
+from relayrl.algorithms.periodic_evaluation import check_evaluation, evaluation_result
 from relayrl.algorithms.results import ResultOutputs, iteration_result
 from relayrl.algorithms.state import CheckpointState, built_from_checkpoint
 from relayrl.core import contracts
@@ -58,6 +58,7 @@ class Algorithm(CheckpointState, PolicyExports, PolicyActions):
         """`workers_factory(settings)` replaces the local / Ray rollout workers with another runtime (the
         policy server's external episodes): a core.contracts.SyncFleet."""
         self.config = config
+        check_evaluation(config, external_episodes=workers_factory is not None)
         self._mlflow = mlflow_logger(config)  # first: a missing mlflow is refused before workers start
         self.obs_space, self.action_space, self.spec = self.check_env(config)
         self.rng = np.random.default_rng(config.seed)
@@ -90,9 +91,7 @@ class Algorithm(CheckpointState, PolicyExports, PolicyActions):
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         self.worker_stats = WorkerStats()
         self._process = psutil.Process()
-        self.iteration = 0
-        self.timesteps_total = 0
-        self.time_total_s = 0.0
+        self.iteration, self.timesteps_total, self.time_total_s = 0, 0, 0.0
         self.obs_moments = RunningMoments(self.spec.obs_shape) if self.spec.obs_norm else None
         self._outputs = ResultOutputs(config)
 

@@ -25,6 +25,16 @@ def evaluation_seed(seed: int | None) -> int | None:
     return None if seed is None else seed + EVALUATION_SEED_OFFSET
 
 
+def check_evaluation(config: Config, external_episodes: bool) -> None:
+    """Refuse (ValueError, one line) evaluation an algorithm cannot run: with episodes from external
+    clients (the policy server) there is no env of the training's own to evaluate on."""
+    if external_episodes and config.evaluation_interval is not None:
+        raise ValueError(
+            f"evaluation_interval = {config.evaluation_interval} is invalid for a policy server: its "
+            f"episodes come from external clients, there is no env here to evaluate on; allowed: None"
+        )
+
+
 def evaluation_due(config: Config, iteration: int) -> bool:
     interval = config.evaluation_interval
     return interval is not None and iteration % interval == 0

@@ -108,3 +108,44 @@ def test_q_learning_refuses_states_outside_the_table(state):
         pytest.raises(ValueError, match=r"allowed: a 1-D batch of integers in \[0, 16\)"),
     ):
         algo.compute_single_action(state)
+
+
+class TinyImageEnv(gym.Env):
+    """16x16 RGB observations, two actions: enough for a conv policy (TensorFlow forward pass)."""
+
+    observation_space = gym.spaces.Box(0, 255, (16, 16, 3), np.uint8)
+    action_space = gym.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.integers(0, 256, (16, 16, 3), dtype=np.uint8), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = self.np_random.integers(0, 256, (16, 16, 3), dtype=np.uint8)
+        return obs, float(action), self.t >= 8, False, {}
+
+
+def test_image_observations_through_a_conv_policy():
+    config = (
+        PPOConfig()
+        .environment(lambda _cfg: TinyImageEnv())
+        .rollouts(num_rollout_workers=0)
+        .training(
+            train_batch_size=32,
+            sgd_minibatch_size=32,
+            num_sgd_iter=1,
+            model={"conv_filters": [[4, 4, 2], [4, 3, 2]], "fcnet_hiddens": [16]},
+        )
+        .evaluation(evaluation_interval=1, evaluation_episodes=2)
+        .debugging(seed=0)
+    )
+    with config.build() as algo:
+        assert algo.train()["evaluation/episode_len_mean"] == 8
+        obs = np.random.default_rng(0).integers(0, 256, (5, 16, 16, 3), dtype=np.uint8)
+        actions = algo.compute_actions(obs)
+        assert actions.shape == (5,) and set(actions.tolist()) <= {0, 1}
+        assert algo.compute_single_action(obs[0]) == actions[0]
+        with pytest.raises(ValueError, match=r"allowed: a batch of finite arrays of shape \(16, 16, 3\)"):
+            algo.compute_single_action(obs[0, :8])

@@ -105,3 +105,12 @@ def test_tabular_q_learning_evaluates():
         r = algo.train()
     assert r["evaluation/episodes"] == 5
     assert 0.0 <= r["evaluation/episode_reward_mean"] <= 1.0
+
+
+def test_a_policy_server_refuses_evaluation_at_build():
+    """Its episodes come from external clients: there is no env of its own to evaluate on."""
+    from relayrl.policy_server.serve import ServedAlgorithm
+
+    with pytest.raises(ValueError, match="evaluation_interval = 3 is invalid for a policy server") as info:
+        ServedAlgorithm(ppo(evaluation_interval=3))
+    assert "\n" not in str(info.value)
