@@ -16,7 +16,10 @@ from relayrl.models import networks
 
 def checked_obs_batch(obs_batch: Any, space: gym.Space, spec: networks.ModelSpec) -> np.ndarray:
     """obs_batch as an array of observations of `space`, or ValueError naming what is allowed."""
-    batch = np.asarray(obs_batch)
+    try:
+        batch = np.asarray(obs_batch)
+    except (ValueError, TypeError):  # ragged nested lists
+        batch = np.empty(0, object)
     if spec.obs_kind == "discrete":
         n = spec.obs_shape[0]
         ok = batch.ndim == 1 and batch.dtype.kind in "iu" and bool(((batch >= 0) & (batch < n)).all())
@@ -65,5 +68,5 @@ class PolicyActions:
 
     def compute_single_action(self, obs: Any, explore: bool = False) -> Any:
         """The env action for one observation: an int for Discrete actions, an array otherwise."""
-        action = self.compute_actions(np.asarray(obs)[None], explore)[0]
+        action = self.compute_actions([obs], explore)[0]
         return int(action) if isinstance(self.action_space, gym.spaces.Discrete) else action

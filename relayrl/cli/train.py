@@ -20,7 +20,6 @@ from relayrl.cli.common import (
     fail,
     int_at_least,
     jsonable,
-    stop_rules,
 )
 
 
@@ -138,6 +137,8 @@ def train(args: argparse.Namespace, config, process_start: float) -> int:
         keep=args.keep_checkpoints,
         keep_best=args.keep_best,
     )
+    stop = {"reward": args.stop_reward, "timesteps": args.stop_timesteps, "iters": args.stop_iters}
+    stop["time"] = args.stop_time  # none set: the env's reward_threshold within a million steps
     try:
         plan.check(config)
     except ValueError as exc:
@@ -156,7 +157,7 @@ def train(args: argparse.Namespace, config, process_start: float) -> int:
     try:
         final = train_until(
             algo,
-            stop_rules(args),
+            stop,
             checkpoints=plan,
             progress=progress,
             started_at=process_start,

@@ -84,6 +84,11 @@ def test_q_learning_acts_greedily_on_its_table():
         assert algo.compute_single_action(6) == 2
 
 
+def test_ragged_observations_are_refused(dqn):
+    with pytest.raises(ValueError, match=r"allowed: a batch of finite arrays of shape \(4,\)"):
+        dqn.compute_actions([[0.0, 1.0, 2.0, 3.0], [0.0]])
+
+
 @pytest.mark.parametrize(
     "obs",
     [
