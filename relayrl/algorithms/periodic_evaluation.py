@@ -6,6 +6,9 @@ Seeding: the evaluation envs get `config.seed + EVALUATION_SEED_OFFSET` (env i: 
 envs' seed + 1000 * worker + i, so no evaluation episode replays a training env's stream. Every round uses
 the same seeds, so two rounds differ only by the policy (what --keep-best compares). With seed None each
 round draws fresh random seeds.
+
+Its time is reported as evaluation/time_s and is not part of time_this_iter_s or time_total_s: those (and
+env_steps_per_s, --stop-time) stay about training.
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ import numpy as np
 from relayrl.algorithms.checkpointing import Checkpointer, CheckpointPlan
 from relayrl.algorithms.stop_rules import reward_reached, should_stop, stop_rules
 from relayrl.core.metrics import RunFacts, diagnose
+from relayrl.models.networks import all_layers
 from relayrl.persistence.progress import Progress
 
 PHASES = ("sample", "learn", "sync", "wait")
@@ -37,16 +38,10 @@ def run_facts(algo: Any, phase_totals: Mapping[str, float], iterations: int) -> 
         training_s=phase_totals["all"],
         fields=config.to_dict(),
         groups={f.name: f.metadata["group"] for f in dataclasses.fields(config)},
-        model_params=int(sum(np.prod(layer.shape) for layer in _layers(algo.spec))),
+        model_params=int(sum(np.prod(layer.shape) for layer in all_layers(algo.spec))),
         conv=algo.spec.obs_kind == "image",
         gpu_capable=algo.uses_tensorflow,
     )
-
-
-def _layers(spec: Any) -> list:
-    from relayrl.models.networks import all_layers
-
-    return all_layers(spec)
 
 
 def run_summary(
