@@ -17,13 +17,12 @@ import gymnasium as gym
 import numpy as np
 import psutil
 
+from relayrl.algorithms.actions import PolicyActions
 from relayrl.algorithms.env_check import checked_spaces
 from relayrl.algorithms.exports import PolicyExports
+from relayrl.algorithms.periodic_evaluation import check_evaluation, evaluation_result
 from relayrl.algorithms.results import ResultOutputs, iteration_result
-from relayrl.algorithms.state import (
-    CheckpointState,
-    built_from_checkpoint,
-)
+from relayrl.algorithms.state import CheckpointState, built_from_checkpoint
 from relayrl.core import contracts
 from relayrl.core.config import Config
 from relayrl.core.metrics import EpisodeStats, Timers, WorkerStats
@@ -31,11 +30,12 @@ from relayrl.core.types import Fragment
 from relayrl.learning.placement import build_learner_here, resolve_placement
 from relayrl.models import networks, tf_import
 from relayrl.models.obs_stats import RunningMoments
+from relayrl.persistence.mlflow_logger import mlflow_logger
 from relayrl.runtime import make_workers
 from relayrl.sampling.settings import SamplerSettings, Sampling
 
 
-class Algorithm(CheckpointState, PolicyExports):
+class Algorithm(CheckpointState, PolicyExports, PolicyActions):
     """Loop that uses it:  algo = PPOConfig().environment("CartPole-v1").build(); result = algo.train()."""
 
     name: ClassVar[str] = ""
@@ -58,6 +58,8 @@ class Algorithm(CheckpointState, PolicyExports):
         """`workers_factory(settings)` replaces the local / Ray rollout workers with another runtime (the
         policy server's external episodes): a core.contracts.SyncFleet."""
         self.config = config
+        check_evaluation(config, external_episodes=workers_factory is not None)
+        self._mlflow = mlflow_logger(config)  # first: a missing mlflow is refused before workers start
         self.obs_space, self.action_space, self.spec = self.check_env(config)
         self.rng = np.random.default_rng(config.seed)
         initial_weights = networks.init_weights(self.spec, self.rng)
@@ -89,9 +91,7 @@ class Algorithm(CheckpointState, PolicyExports):
         self.episodes = EpisodeStats(config.metrics_num_episodes_for_smoothing)
         self.worker_stats = WorkerStats()
         self._process = psutil.Process()
-        self.iteration = 0
-        self.timesteps_total = 0
-        self.time_total_s = 0.0
+        self.iteration, self.timesteps_total, self.time_total_s = 0, 0, 0.0
         self.obs_moments = RunningMoments(self.spec.obs_shape) if self.spec.obs_norm else None
         self._outputs = ResultOutputs(config)
 
@@ -255,7 +255,9 @@ class Algorithm(CheckpointState, PolicyExports):
             worker_stats=self.worker_stats,
             driver_rss_bytes=self._process.memory_info().rss,
         )
+        result.update(evaluation_result(self))  # every config.evaluation_interval iterations
         self._outputs.log(result, self.episodes.pop_iteration_returns())  # popped: nothing accumulates
+        self._mlflow.log(result)
         return result
 
     @classmethod
@@ -277,9 +279,8 @@ class Algorithm(CheckpointState, PolicyExports):
         return dashboard_url()
 
     def set_deadline(self, deadline: float | None) -> None:
-        """The run ends by time.monotonic() == deadline (the CLI's --stop-time): a train() call that waits on
-        an outside service (DQN's Redis replay) gives up by then. None: no end. Nothing waits outside by
-        default."""
+        """The run ends by time.monotonic() == deadline (--stop-time): a train() call that waits on an outside
+        service (DQN's Redis replay) gives up by then. None: no end. Nothing waits outside by default."""
 
     def stop(self) -> None:
         if isinstance(self.learner, contracts.Stoppable):
@@ -288,6 +289,7 @@ class Algorithm(CheckpointState, PolicyExports):
             tf_import.tf.config.run_functions_eagerly(False)
         self.workers.stop()
         self._outputs.close()
+        self._mlflow.close()
 
     def __enter__(self) -> Algorithm:
         return self

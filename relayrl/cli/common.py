@@ -251,34 +251,6 @@ def config_from_args(args: argparse.Namespace):
     return config
 
 
-def stop_rules(args: argparse.Namespace) -> dict[str, float]:
-    rules = {
-        "reward": args.stop_reward,
-        "timesteps": args.stop_timesteps,
-        "iters": args.stop_iters,
-        "time": args.stop_time,
-    }
-    rules = {k: v for k, v in rules.items() if v is not None}
-    if not rules:  # nothing asked: the env's own "solved" threshold, within a million steps
-        import gymnasium as gym
-
-        threshold = gym.spec(args.env).reward_threshold
-        rules = {"timesteps": 1_000_000}
-        if threshold is not None:
-            rules["reward"] = float(threshold)
-    return rules
-
-
-def should_stop(rules: dict[str, float], result: dict[str, Any]) -> bool:
-    reward = result["episode_reward_mean"]
-    return (
-        ("reward" in rules and not math.isnan(reward) and reward >= rules["reward"])
-        or ("timesteps" in rules and result["timesteps_total"] >= rules["timesteps"])
-        or ("iters" in rules and result["training_iteration"] >= rules["iters"])
-        or ("time" in rules and result["time_total_s"] >= rules["time"])
-    )
-
-
 def jsonable(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None

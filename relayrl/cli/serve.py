@@ -138,8 +138,9 @@ def _interrupt(*_: object) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from relayrl.cli.common import EXIT_BAD_INPUT, fail, jsonable, should_stop
-    from relayrl.cli.progress import Progress
+    from relayrl.algorithms.stop_rules import should_stop
+    from relayrl.cli.common import EXIT_BAD_INPUT, fail, jsonable
+    from relayrl.persistence.progress import Progress
     from relayrl.policy_server.episodes import ServerStopped
     from relayrl.policy_server.serve import ServedAlgorithm
 

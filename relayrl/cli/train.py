@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import sys
-import time
 
 import psutil
 
@@ -22,8 +21,6 @@ from relayrl.cli.common import (
     int_at_least,
     jsonable,
     nonempty,
-    should_stop,
-    stop_rules,
 )
 from relayrl.cli.run_names import make_writable_dir
 
@@ -81,6 +78,12 @@ def register(sub) -> None:
         default=3,
         metavar="K",
         help="keep the newest K checkpoints",
+    )
+    t.add_argument(
+        "--keep-best",
+        action="store_true",
+        help="keep the checkpoint with the best evaluation/episode_reward_mean in LOGDIR/checkpoints/best "
+        "(needs --set evaluation_interval=N)",
     )
     t.add_argument(
         "--resume",
@@ -143,57 +146,52 @@ def record_start(args: argparse.Namespace, log_dir: str, resumed_from: str | Non
 
 
 def train(args: argparse.Namespace, config, process_start: float) -> int:
-    from relayrl.cli.progress import Progress
+    """Build (or resume) the algorithm and run the one training loop (algorithms.training.train_until)."""
+    from relayrl.algorithms.checkpointing import CheckpointPlan
+    from relayrl.algorithms.training import train_until
+    from relayrl.persistence.progress import Progress
     from relayrl.replay.redis_retry import ReplayUnavailableError
     from relayrl.sampling.settings import EnvError, WorkerFailedError
 
-    rules = stop_rules(args)
+    plan = CheckpointPlan(
+        os.path.join(config.log_dir, "checkpoints"),
+        every=args.checkpoint_every,
+        at_end=args.checkpoint_at_end,
+        keep=args.keep_checkpoints,
+        keep_best=args.keep_best,
+    )
+    stop = {"reward": args.stop_reward, "timesteps": args.stop_timesteps, "iters": args.stop_iters}
+    stop["time"] = args.stop_time  # none set: the env's reward_threshold within a million steps
+    try:
+        plan.check(config)
+    except ValueError as exc:
+        return fail(EXIT_BAD_INPUT, str(exc).replace("keep_best", "--keep-best", 1))
     progress = Progress(enabled=not args.quiet, log_dir=config.log_dir)
     if getattr(args, "tuned_path", None):
         progress.note(f"tuned defaults from {args.tuned_path}")
-    ckpt_dir = os.path.join(config.log_dir, "checkpoints")
     try:
-        algo = build_resumed(config, resume_path(args.resume, ckpt_dir, progress))
+        algo = build_resumed(config, resume_path(args.resume, plan.directory, progress))
     except ValueError as exc:
         return fail(EXIT_BAD_INPUT, str(exc))
     if algo.dashboard_url:
         progress.note(f"Ray dashboard: {algo.dashboard_url} (token auth: see ~/.ray/auth_token)")
     elif config.dashboard:
         progress.note("no Ray dashboard: it needs --workers >= 1 and a Ray started by relayrl")
-    if "time" in rules:  # train() ends in time even if a service it waits on hangs
-        algo.set_deadline(time.monotonic() + rules["time"] - algo.time_total_s)
-    time_to_solve, result = None, None
-    phase_totals = dict.fromkeys(("sample", "learn", "sync", "wait", "all"), 0.0)
     try:
-        while True:
-            result = algo.train()
-            for phase in phase_totals:
-                phase_totals[phase] += (
-                    result["time_this_iter_s"] if phase == "all" else result[f"timers/{phase}_s"]
-                )
-            if (
-                time_to_solve is None
-                and "reward" in rules
-                and result["episode_reward_mean"] >= rules["reward"]
-            ):
-                time_to_solve = time.time() - process_start
-            progress.update(result)
-            stop = should_stop(rules, result)
-            if (args.checkpoint_every and result["training_iteration"] % args.checkpoint_every == 0) or (
-                stop and args.checkpoint_at_end
-            ):
-                checkpoint_now(algo, ckpt_dir, args.keep_checkpoints, progress)
-            if stop:
-                break
-    except KeyboardInterrupt:
-        progress.note("interrupted")
+        final = train_until(
+            algo,
+            stop,
+            checkpoints=plan,
+            progress=progress,
+            started_at=process_start,
+            syntax="cli",
+        )
     except (FloatingPointError, EnvError, WorkerFailedError, ReplayUnavailableError) as exc:
-        algo.stop()
         return fail(EXIT_FAILED, f"{type(exc).__name__}: {exc}")
-    algo.stop()
-    if result is None:
+    finally:
+        algo.stop()
+    if final is None:
         return 130  # interrupted before the first iteration ended
-    final = run_summary(result, phase_totals, time_to_solve, time.time() - process_start, config.log_dir)
     progress.summary(final)
     if args.json:
         print(json.dumps({k: jsonable(v) for k, v in final.items()}))
@@ -233,30 +231,3 @@ def build_resumed(config, resume: str | None):
             algo.stop()
             raise
     return algo
-
-
-def run_summary(
-    result: dict, phase_totals: dict, time_to_solve: float | None, wall_time_s: float, log_dir: str
-) -> dict:
-    """The last result plus whether and when the run solved, and the share of time in each phase."""
-    from relayrl.core.metrics import diagnose
-
-    shares = {k: v / max(phase_totals["all"], 1e-9) for k, v in phase_totals.items() if k != "all"}
-    return {
-        **result,
-        "solved": time_to_solve is not None,
-        "time_to_solve_s": time_to_solve,
-        "wall_time_s": wall_time_s,
-        "log_dir": log_dir,
-        **{f"run/{k}_frac": v for k, v in shares.items()},
-        "diagnosis": diagnose(shares),
-    }
-
-
-def checkpoint_now(algo, ckpt_dir: str, keep: int, progress) -> None:
-    from relayrl.persistence import checkpoint
-
-    os.makedirs(ckpt_dir, exist_ok=True)
-    path = algo.save(os.path.join(ckpt_dir, f"ckpt-{algo.iteration:07d}"))
-    checkpoint.prune(ckpt_dir, keep)
-    progress.note(f"checkpoint {path}")

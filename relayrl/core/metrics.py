@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import collections
+import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -112,19 +115,98 @@ class WorkerStats:
         return out
 
 
-def diagnose(shares: dict[str, float]) -> str:
-    """One line naming the bottleneck from the time shares {"sample": .., "learn": .., "sync": ..}."""
-    sample, learn, sync = (shares.get(k, 0.0) for k in ("sample", "learn", "sync"))
+# What diagnose() needs to see before it advises anything, and the knobs it may name. A knob is named only
+# when the algorithm's config has it; each comes with the direction that trades learner work per sample.
+MIN_ITERATIONS, MIN_SECONDS = 5, 10.0
+GPU_MIN_PARAMS = 250_000  # below this a CPU runs an MLP's update about as fast as a GPU (launch overhead)
+LEARNER_KNOBS = {  # field: new value from the current one
+    "num_sgd_iter": lambda v: max(1, v // 2),
+    "sgd_minibatch_size": lambda v: v * 2,
+    "replay_ratio": lambda v: v / 2,
+    "updates_per_iteration": lambda v: max(1, v // 2),
+}
+SYNC_KNOBS = {"weights_pull_every": lambda v: v * 2, "weight_pull_every": lambda v: v * 2}
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """The measurements of a finished run and the algorithm's own config, which diagnose() judges.
+
+    shares: fraction of training time per phase {"sample", "learn", "sync", ...}; fields: the config's
+    field values; groups: each field's builder group (for Python syntax); model_params: weights in the
+    model; conv: a conv torso; gpu_capable: the learner can use a GPU (TensorFlow, not a numpy table)."""
+
+    shares: Mapping[str, float]
+    iterations: int
+    training_s: float
+    fields: Mapping[str, Any]
+    groups: Mapping[str, str]
+    model_params: int = 0
+    conv: bool = False
+    gpu_capable: bool = True
+
+
+def _setting(facts: RunFacts, name: str, value: Any, syntax: str) -> str:
+    shown = json.dumps(value, separators=(",", ":")) if isinstance(value, list) else repr(value)
+    if syntax == "cli":
+        return f"`--set {name}={shown}`"
+    if "." in name:  # a model key: the builder takes the whole mapping
+        field, key = name.split(".", 1)
+        return f"`.{facts.groups[field]}({field}={{**config.{field}, {key!r}: {shown}}})`"
+    return f"`.{facts.groups[name]}({name}={shown})`"
+
+
+def _learner_advice(facts: RunFacts, syntax: str) -> list[str]:
+    f = facts.fields
+    advice = [_setting(facts, k, new(f[k]), syntax) for k, new in LEARNER_KNOBS.items() if k in f]
+    big = facts.conv or facts.model_params >= GPU_MIN_PARAMS
+    if facts.gpu_capable and big and not f.get("num_gpus"):
+        advice.append(_setting(facts, "num_gpus", 1, syntax) + " (a GPU)")
+    return advice
+
+
+def _sync_advice(facts: RunFacts, syntax: str) -> list[str]:
+    f = facts.fields
+    advice = [_setting(facts, k, new(f[k]), syntax) for k, new in SYNC_KNOBS.items() if k in f]
+    hiddens = f.get("model", {}).get("fcnet_hiddens") if isinstance(f.get("model"), dict) else None
+    if hiddens and not facts.conv:
+        advice.append(_setting(facts, "model.fcnet_hiddens", [max(1, h // 2) for h in hiddens], syntax))
+    return advice
+
+
+def diagnose(facts: RunFacts, syntax: str = "cli") -> str:
+    """One line naming the bottleneck from the run's time shares, and what to change: only knobs the
+    algorithm's config has, as `--set key=value` (syntax "cli") or `.group(key=value)` ("python").
+
+    Rules: no verdict under MIN_ITERATIONS iterations or MIN_SECONDS of training (warm-up and tracing
+    dominate). Sampling-bound at >= 60% of time sampling: more envs per worker, one more worker. Learner-bound
+    at >= 60% learning: fewer gradient steps per sample (num_sgd_iter, replay_ratio, updates_per_iteration:
+    halved; sgd_minibatch_size doubled), and a GPU only when the learner can use one, has none, and the model
+    is big enough to gain from it (a conv torso or >= GPU_MIN_PARAMS weights). Sync-bound at >= 30% in weight
+    broadcast with remote workers: pull weights less often, or a smaller MLP. Otherwise balanced."""
+    sample, learn, sync = (facts.shares.get(k, 0.0) for k in ("sample", "learn", "sync"))
+    shares = f"sampling {sample:.0%}, learning {learn:.0%}, weight sync {sync:.0%}"
+    if facts.iterations < MIN_ITERATIONS or facts.training_s < MIN_SECONDS:
+        return (
+            f"too short to diagnose ({facts.iterations} iterations, {facts.training_s:.1f} s of training; "
+            f"needs {MIN_ITERATIONS} and {MIN_SECONDS:.0f} s): {shares}"
+        )
+    f = facts.fields
     if sample >= 0.6:
-        return (
-            f"sampling-bound: {sample:.0%} of time in sampling — add workers or envs per worker "
-            f"(try `relayrl scale` to find the best worker count)"
-        )
+        advice = [
+            _setting(facts, "num_envs_per_worker", f["num_envs_per_worker"] * 2, syntax),
+            _setting(facts, "num_rollout_workers", f["num_rollout_workers"] + 1, syntax),
+        ]
+        scale = " (`relayrl scale` finds the best worker count)" if syntax == "cli" else ""
+        return f"sampling-bound: {sample:.0%} of time in sampling; try {' or '.join(advice)}{scale}"
     if learn >= 0.6:
-        return (
-            f"learner-bound: {learn:.0%} of time in learning — add a GPU (.resources(num_gpus=1)), "
-            f"use larger minibatches or fewer gradient steps per sample (num_sgd_iter, replay_ratio)"
+        advice = _learner_advice(facts, syntax)
+        todo = (
+            f"try {' or '.join(advice)}" if advice else "no knob of this algorithm trades learning per sample"
         )
-    if sync >= 0.3:
-        return f"sync-bound: {sync:.0%} of time broadcasting weights — sync less often or shrink the model"
-    return f"balanced: sampling {sample:.0%}, learning {learn:.0%}, weight sync {sync:.0%}"
+        return f"learner-bound: {learn:.0%} of time in learning; {todo}"
+    if sync >= 0.3 and f.get("num_rollout_workers", 0) > 0:
+        advice = _sync_advice(facts, syntax)
+        todo = f"try {' or '.join(advice)}" if advice else "the model's weights are what costs"
+        return f"sync-bound: {sync:.0%} of time broadcasting weights; {todo}"
+    return f"balanced: {shares}"

@@ -18,8 +18,11 @@ def evaluate(
     seed: int | None = None,
     num_envs: int = 16,
     explore: bool = False,
+    exploration: dict | None = None,
 ) -> dict[str, float]:
     """Run exactly num_episodes episodes (deterministic actions unless explore) and summarise their returns.
+    `exploration` is Policy.set_explore's argument for explore=True (epsilon-greedy, Gaussian noise): how
+    the training workers explore now; without it a categorical head samples its softmax.
 
     Each env runs a fixed quota of episodes, so short episodes are not over-counted (taking the first N
     episodes to finish from parallel envs would bias the mean towards early failures)."""
@@ -28,7 +31,7 @@ def evaluate(
     quota[: num_episodes % num_envs] += 1
     vec = make_vector_env(env, env_config, num_envs)
     try:
-        policy = Policy(spec, vec.single_action_space, seed=seed)
+        policy = Policy(spec, vec.single_action_space, seed=seed, explore=exploration if explore else None)
         policy.set_weights(weights, 0)
         obs, _ = vec.reset(seed=seed)
         done_count = np.zeros(num_envs, np.int64)
@@ -53,6 +56,7 @@ def evaluate(
         "episode_reward_mean": float(r.mean()),
         "episode_reward_min": float(r.min()),
         "episode_reward_max": float(r.max()),
+        "episode_reward_std": float(r.std()),
         "episode_len_mean": float(np.mean(lengths)),
         "episodes": len(r),
     }
