@@ -23,6 +23,7 @@ class RestartBudget:
     Loop that uses it (a fleet's sampling call):  results, latencies = self.gather(launch, indices)"""
 
     restarts_total: int  # every restart of every worker, for the results' workers/restarts
+    node_ips: list[str]  # each worker's node address (core.contracts.PlacedFleet)
 
     def __init__(self, num_workers: int):
         self.max_restarts, self.backoff_s, self.timeout_s = 3, 1.0, None
