@@ -16,12 +16,15 @@ until a snapshot confirms them. A shard restored from its snapshot is sent exact
 
 from __future__ import annotations
 
+import time
 from collections import deque
+from typing import Any
 
 import numpy as np
 import ray
 
 from relayrl.replay import PrioritizedReplay, UniformReplay
+from relayrl.runtime.cluster import kill_quietly
 
 
 class ReplayShard:
@@ -185,25 +188,44 @@ class ShardedReplay:
         """Copy every shard's arrays to the driver (kept in memory; a checkpoint may write them out).
         Returns source -> last upload sequence the snapshots hold, for the caches to forget."""
         confirmed: dict[int, int] = {}
-        for i, state in enumerate(ray.get([s.state.remote() for s in self.shards])):
+        for i, state in enumerate(self._on_every_shard("state")):
             self.snapshots[i] = state
             confirmed.update({int(src): int(seq) for src, seq in state["applied"]})
         return confirmed
 
-    def restore_shard(self, i: int) -> None:
+    def restore_shard(self, i: int, attempts: int = 5) -> None:
+        """Re-create shard i from its last snapshot. A new shard that dies too (placed on a node that is
+        lost but not yet known to be: Ray learns of a dead node within seconds) is re-created again."""
         import logging
 
         logging.getLogger("relayrl").warning("replay shard %d died; restoring it from its last snapshot", i)
-        try:
-            ray.kill(self.shards[i], no_restart=True)
-        except Exception:  # noqa: BLE001 - already dead
-            pass
-        self.shards[i] = self._make(i)
-        if self.snapshots[i] is not None:
-            ray.get(self.shards[i].load_state.remote(self.snapshots[i]))
+        for attempt in range(attempts):
+            kill_quietly(self.shards[i])
+            self.shards[i] = self._make(i)
+            try:
+                snapshot, shard = self.snapshots[i], self.shards[i]
+                ray.get(shard.load_state.remote(snapshot) if snapshot is not None else shard.size.remote())
+                break
+            except ray.exceptions.RayActorError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(2**attempt)
         self.restarts += 1
         if self.on_restore is not None:
             self.on_restore(i, self.shards[i])
+
+    def _on_every_shard(self, method: str, *args: Any) -> list:
+        """Call `method` on every shard and wait for the answers; a shard that died is restored from its
+        snapshot and asked again."""
+        refs = [getattr(shard, method).remote(*args) for shard in self.shards]
+        out = []
+        for i, ref in enumerate(refs):
+            try:
+                out.append(ray.get(ref))
+            except ray.exceptions.RayActorError:
+                self.restore_shard(i)
+                out.append(ray.get(getattr(self.shards[i], method).remote(*args)))
+        return out
 
     def load(self, parts: list[dict]) -> None:
         """Load each shard's part of a checkpoint (an empty part leaves that shard as it is)."""
@@ -222,12 +244,12 @@ class ShardedReplay:
                 self.shards[i].add.remote({k: v[rows] for k, v in batch.items()})
 
     def size(self) -> int:
-        return int(sum(ray.get([s.size.remote() for s in self.shards])))
+        return int(sum(self._on_every_shard("size")))
 
     def all_shards_filled(self, min_rows: int = 1) -> bool:
         """True once every shard holds min_rows (sampling asks every shard for its share)."""
         if not self._filled:
-            self._filled = all(n >= min_rows for n in ray.get([s.size.remote() for s in self.shards]))
+            self._filled = all(n >= min_rows for n in self._on_every_shard("size"))
         return self._filled
 
     def sample_async(self, n: int, beta: float | None = None) -> list:
