@@ -22,7 +22,7 @@ BatchFn = Callable[[Any, dict], tuple[dict, dict]]
 class LearnerSpec:
     """The learner of one algorithm.
 
-    model_fn(spec) builds the trained module (None: ActorCritic). It exposes `ordered_variables` (what the
+    model_fn(spec) builds the trained module (None: keras_models.actor_critic, relayrl's or your model). It exposes `ordered_variables` (what the
     optimiser updates) and get/set_weights, and may define `after_step(step)` (e.g. target-network updates,
     run after every SGD step) and `variable_groups` ({name: variables}, the first group stepped every SGD
     step): then each group gets its own Adam with lr[name], the loss returns ({name: loss}, metrics) and each
