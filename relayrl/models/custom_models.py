@@ -40,7 +40,8 @@ class CustomActorCritic(WeightList, tf.Module):
         assert custom is not None and custom.model_cls is not None, "needs spec.custom.model_cls"
         self.spec = spec
         self.outputs = custom.outputs
-        self.net = built_model(custom.model_cls, (spec.dist_dim,), custom.model_kwargs, custom.model_path)
+        net = built_model(custom.model_cls, (spec.dist_dim,), custom.model_kwargs, custom.model_path)
+        self._keras = Untracked(net)
         self.log_std = (
             tf.Variable(tf.fill([spec.action_nvec[0]], spec.log_std_init), name="log_std")
             if spec.action_kind == "gaussian"
@@ -57,6 +58,12 @@ class CustomActorCritic(WeightList, tf.Module):
         if problem is not None:
             expected = EXPECTED[self.outputs].format(n=spec.dist_dim)
             raise refusal(custom.model_path, f"call() returned {problem}; expected {expected}")
+        self.keras_variables = tracked(net)
+
+    @property
+    def net(self) -> tf.keras.Model:
+        """Your model (built)."""
+        return self._keras.models[0]
 
     def features(self, obs: tf.Tensor) -> tf.Tensor:
         """Your model's input: float32, images scaled to [0, 1], normalised when model.normalize_obs."""
@@ -102,7 +109,7 @@ class CustomTwinQ(WeightList, tf.Module):
         custom = spec.custom
         assert custom is not None and custom.critic_cls is not None, "needs spec.custom.critic_cls"
         cls, kwargs, path = custom.critic_cls, custom.critic_kwargs, custom.critic_path
-        self.q1, self.q2 = (built_model(cls, (), kwargs, path, "custom_critic") for _ in range(2))
+        self._keras = Untracked(*(built_model(cls, (), kwargs, path, "custom_critic") for _ in range(2)))
         obs = tf.zeros((ROWS, int(np.prod(spec.obs_shape))))
         actions = tf.zeros((ROWS, spec.action_nvec[0]))
         try:
@@ -114,6 +121,15 @@ class CustomTwinQ(WeightList, tf.Module):
         if not is_tensor(out) or out.dtype != tf.float32 or tuple(out.shape) not in ((ROWS,), (ROWS, 1)):
             expected = "call(obs, actions) -> float32 Q-values [B] or [B, 1]"
             raise refusal(path, f"call() returned {describe(out)}; expected {expected}", "custom_critic")
+        self.keras_variables = tracked(self.q1) + tracked(self.q2)
+
+    @property
+    def q1(self) -> tf.keras.Model:
+        return self._keras.models[0]
+
+    @property
+    def q2(self) -> tf.keras.Model:
+        return self._keras.models[1]
 
     def __call__(self, obs: tf.Tensor, actions: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         x, a = tf.cast(obs, tf.float32), tf.cast(actions, tf.float32)
@@ -126,6 +142,20 @@ class CustomTwinQ(WeightList, tf.Module):
     @property
     def weight_variables(self) -> list:
         return self.ordered_variables + list(self.q1.non_trainable_variables + self.q2.non_trainable_variables)
+
+
+class Untracked:
+    """Holds your Keras models outside TensorFlow's object graph: for SavedModel export, Keras 3 traces a
+    `serving_default` of every subclassed Model with one input, which fails for critic(obs, actions).
+    The adapters track the models' variables instead (`keras_variables`: checkpoints and SavedModels)."""
+
+    def __init__(self, *models: tf.keras.Model):
+        self.models = models
+
+
+def tracked(model: tf.keras.Model) -> list[tf.Variable]:
+    """The TensorFlow variables under a built Keras model's (trained, then non-trained) variables."""
+    return [getattr(v, "value", v) for v in model.trainable_variables + model.non_trainable_variables]
 
 
 def built_model(cls: Any, args: tuple, kwargs: dict, path: str | None, key: str = "custom_model"):
