@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from relayrl.core.config import Config
-from relayrl.core.knobs import CUSTOM_CLASS_KEYS
 from relayrl.core.contracts import Fleet, LearnerLike, WorkerStates
+from relayrl.core.knobs import CUSTOM_CLASS_KEYS
 from relayrl.core.metrics import EpisodeStats
 from relayrl.core.saved_state import CheckpointError, cause, read_npz, replay_problem, shown
 from relayrl.models import networks

@@ -133,7 +133,10 @@ class TD3Model(tf.Module):
     def __init__(self, spec, c: TD3Config):
         super().__init__(name="td3_model")
         self.action_dim = spec.action_nvec[0]
-        self.actor, self.target_actor = actor_critic(spec, name="actor"), actor_critic(spec, name="target_actor")
+        self.actor, self.target_actor = (
+            actor_critic(spec, name="actor"),
+            actor_critic(spec, name="target_actor"),
+        )
         self.critics = twin_critics(spec, c, name="critics")
         self.target_critics = twin_critics(spec, c, name="target_critics")
         self.target_critics.set_weights(self.critics.get_weights())

@@ -1,4 +1,4 @@
-"""Your own tf.keras.Model in relayrl (docs/custom_model.md): adapters with the interface of relayrl's networks.
+"""Your own tf.keras.Model in relayrl (docs/custom_model.md): adapters with the interface of its networks.
 
 `CustomActorCritic` wraps a model built as `cls(num_outputs, **custom_model_kwargs)` with the interface of
 keras_models.ActorCritic (features / head / value / ordered_variables / get_weights / set_weights, log_std,
@@ -12,13 +12,15 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from relayrl.models.keras_models import WeightList, network_input, obs_statistics, zeros_batch
-from relayrl.models.networks import ModelSpec
+from relayrl.models.model_parts import WeightList, network_input, obs_statistics, zeros_batch
 from relayrl.models.tf_import import tf
+
+if TYPE_CHECKING:
+    from relayrl.models.networks import ModelSpec
 
 # What call(obs) must return, per `CustomSpec.outputs` ({n}: the head width given to the constructor).
 EXPECTED = {
@@ -141,7 +143,9 @@ class CustomTwinQ(WeightList, tf.Module):
 
     @property
     def weight_variables(self) -> list:
-        return self.ordered_variables + list(self.q1.non_trainable_variables + self.q2.non_trainable_variables)
+        return self.ordered_variables + list(
+            self.q1.non_trainable_variables + self.q2.non_trainable_variables
+        )
 
 
 class Untracked:
@@ -171,10 +175,8 @@ def built_model(cls: Any, args: tuple, kwargs: dict, path: str | None, key: str 
 
 def initial_weights(spec: ModelSpec, seed: int) -> list[np.ndarray]:
     """The custom model's initial weights (its own initialisers), repeatable for a given seed."""
-    from relayrl.models.keras_models import actor_critic
-
     with python_random_seed(seed):  # Keras 3 draws an unseeded initialiser's seed from `random`
-        return actor_critic(spec, name="initial").get_weights()
+        return CustomActorCritic(spec, name="initial").get_weights()
 
 
 @contextlib.contextmanager
@@ -196,7 +198,11 @@ def output_problem(out: Any, outputs: str, width: int) -> str | None:
     if not is_tensor(first) or first.dtype != tf.float32 or tuple(first.shape) != (ROWS, width):
         return describe(out)
     if value is not None:
-        if not is_tensor(value) or value.dtype != tf.float32 or tuple(value.shape) not in ((ROWS,), (ROWS, 1)):
+        if (
+            not is_tensor(value)
+            or value.dtype != tf.float32
+            or tuple(value.shape) not in ((ROWS,), (ROWS, 1))
+        ):
             return describe(out)
     return None
 

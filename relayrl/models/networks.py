@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from relayrl.models.obs_stats import OBS_CLIP
+
 # In-place where numpy allows it: the worker runs these ~15k times a second on small arrays, where
 # allocation is a visible share of the cost.
 ACTIVATIONS = {
@@ -149,7 +151,9 @@ def custom_spec(model: dict, action_kind: str) -> CustomSpec | None:
     paths = model.get("custom_model"), model.get("custom_critic")
     if paths == (None, None):
         return None
-    model_cls, critic_cls = (None if p is None else custom_class(p, k) for p, k in zip(paths, CUSTOM_CLASS_KEYS))
+    model_cls, critic_cls = (
+        None if p is None else custom_class(p, k) for p, k in zip(paths, CUSTOM_CLASS_KEYS)
+    )
     outputs = "policy" if action_kind in ("squashed_gaussian", "deterministic") else "policy_value"
     if critic_cls is not None and outputs != "policy":
         raise ValueError("model.custom_critic is used by SAC and TD3 only (their twin critics): remove it")
@@ -230,9 +234,6 @@ def init_weights(spec: ModelSpec, rng: np.random.Generator) -> list[np.ndarray]:
             np.ones(spec.obs_shape, np.float32),
         ]  # obs mean, std
     return weights
-
-
-OBS_CLIP = 10.0  # normalised observations are clipped to +-10 (as SB3's VecNormalize and RLlib's filter)
 
 
 def normalize_obs(obs: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:

@@ -1,6 +1,6 @@
-"""Your own tf.keras.Model trained by each algorithm family in this process (no Ray): gradient steps change its
-weights, the worker acts with them; its SavedModel and TFLite exports act like the policy; a checkpoint of a
-custom-model run restores with the class supplied and is refused without it. ~40 s on 2 cores."""
+"""Your own tf.keras.Model trained by each algorithm family in this process (no Ray): gradient steps change
+its weights, the worker acts with them; its SavedModel and TFLite exports act like the policy; a checkpoint
+of a custom-model run restores with the class supplied and is refused without it. ~40 s on 2 cores."""
 
 import numpy as np
 import pytest
@@ -18,19 +18,27 @@ OFF = dict(learning_starts=16, train_batch_size=16)
 ON = dict(train_batch_size=64)
 PPO = dict(ON, sgd_minibatch_size=32, num_sgd_iter=1)
 REPLAY = dict(num_envs_per_worker=1, rollout_fragment_length=32)
+PV = {"custom_model": M.PolicyValueNet}
+ACTOR_CRITIC = {"custom_model": M.ActorNet, "custom_critic": M.CriticNet}
+TRANSITIONS = {"rollout_fragment_length": 32}
 CASES = {
     "dqn": ("dqn", "CartPole-v1", REPLAY, dict(OFF, dueling=False, model={"custom_model": M.QNetwork})),
     "dqn-dueling": ("dqn", "CartPole-v1", REPLAY, dict(OFF, model={"custom_model": M.DuelingNet})),
-    "ppo": ("ppo", "CartPole-v1", {}, dict(PPO, model={"custom_model": M.PolicyValueNet})),
-    "ppo-gaussian": ("ppo", "Pendulum-v1", {}, dict(PPO, model={"custom_model": M.PolicyValueNet})),
+    "ppo": ("ppo", "CartPole-v1", {}, dict(PPO, model=PV)),
+    "ppo-gaussian": ("ppo", "Pendulum-v1", {}, dict(PPO, model=PV)),
     "ppo-image": ("ppo", ImageEnv, {}, dict(PPO, model={"custom_model": M.ConvPolicyValueNet})),
-    "a2c": ("a2c", "CartPole-v1", {}, dict(ON, model={"custom_model": M.PolicyValueNet})),
-    "reinforce": ("reinforce", "CartPole-v1", {}, dict(ON, model={"custom_model": M.PolicyValueNet})),
-    "impala": ("impala", "CartPole-v1", {"rollout_fragment_length": 16}, dict(ON, model={"custom_model": M.PolicyValueNet})),
-    "sac": ("sac", "Pendulum-v1", {"rollout_fragment_length": 32}, dict(OFF, replay_ratio=0.25, model={"custom_model": M.ActorNet, "custom_critic": M.CriticNet})),
-    "td3": ("td3", "Pendulum-v1", {"rollout_fragment_length": 32}, dict(OFF, replay_ratio=0.25, model={"custom_model": M.ActorNet, "custom_critic": M.CriticNet})),
-    "sac-critic-only": ("sac", "Pendulum-v1", {"rollout_fragment_length": 32}, dict(OFF, replay_ratio=0.25, model={"custom_critic": M.CriticNet})),
-}  # fmt: skip
+    "a2c": ("a2c", "CartPole-v1", {}, dict(ON, model=PV)),
+    "reinforce": ("reinforce", "CartPole-v1", {}, dict(ON, model=PV)),
+    "impala": ("impala", "CartPole-v1", {"rollout_fragment_length": 16}, dict(ON, model=PV)),
+    "sac": ("sac", "Pendulum-v1", TRANSITIONS, dict(OFF, replay_ratio=0.25, model=ACTOR_CRITIC)),
+    "td3": ("td3", "Pendulum-v1", TRANSITIONS, dict(OFF, replay_ratio=0.25, model=ACTOR_CRITIC)),
+    "sac-critic-only": (
+        "sac",
+        "Pendulum-v1",
+        TRANSITIONS,
+        dict(OFF, replay_ratio=0.25, model={"custom_critic": M.CriticNet}),
+    ),
+}
 
 
 def build(case: str):

@@ -1,5 +1,6 @@
-"""The model dict's custom_model / custom_critic keys: a class or its import path, how they survive copy() and
-config.json, and the checkpoint rule (a stored class name is never imported: the caller supplies the class)."""
+"""The model dict's custom_model / custom_critic keys: a class or its import path, how they survive copy()
+and config.json, and the checkpoint rule (a stored class name is never
+imported: the caller supplies the class)."""
 
 import json
 

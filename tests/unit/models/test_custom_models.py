@@ -1,6 +1,6 @@
-"""Your own tf.keras.Model behind relayrl's network interface (relayrl/models/custom_models.py): what each head
-kind gets and returns, the weights exchanged between learner and worker, and the one-line refusals of models
-whose outputs do not fit."""
+"""Your own tf.keras.Model behind relayrl's network interface (relayrl/models/custom_models.py): what each
+head kind gets and returns, the weights exchanged between learner and worker, and the one-line refusals of
+models whose outputs do not fit."""
 
 import gymnasium as gym
 import numpy as np
@@ -89,7 +89,9 @@ def test_initial_weights_repeat_for_a_seed():
 
 
 def test_custom_twin_critics():
-    spec = spec_for(PENDULUM, {"custom_critic": M.CriticNet, "custom_critic_kwargs": {"hidden": 8}}, "deterministic")
+    spec = spec_for(
+        PENDULUM, {"custom_critic": M.CriticNet, "custom_critic_kwargs": {"hidden": 8}}, "deterministic"
+    )
     critics = CustomTwinQ(spec)
     q1, q2 = critics(np.zeros((4, 3), np.float32), np.zeros((4, 1), np.float32))
     assert q1.shape == (4,) and q2.shape == (4,)
@@ -100,7 +102,11 @@ def test_custom_twin_critics():
 @pytest.mark.parametrize(
     "model, outputs, expected",
     [
-        (M.WrongWidthNet, "q", "call() returned a float32 tensor [2, 3]; expected call(obs) -> Q-values [B, 2]"),
+        (
+            M.WrongWidthNet,
+            "q",
+            "call() returned a float32 tensor [2, 3]; expected call(obs) -> Q-values [B, 2]",
+        ),
         (M.Float64Net, "q", "call() returned a float64 tensor [2, 2]"),
         (M.QNetwork, None, "expected call(obs) -> (dist_inputs [B, 2], value [B] or [B, 1]) (PPO"),
         (M.QNetwork, "dueling", "expected call(obs) -> (advantages [B, 2], value [B] or [B, 1])"),
@@ -133,7 +139,9 @@ def test_critic_with_wrong_output_is_refused():
 
 
 def test_import_path_that_does_not_import_is_refused():
-    with pytest.raises(ValueError, match=r"^model.custom_model 'tests.helpers.nowhere:Net' cannot be imported"):
+    with pytest.raises(
+        ValueError, match=r"^model.custom_model 'tests.helpers.nowhere:Net' cannot be imported"
+    ):
         spec_for(CARTPOLE, {"custom_model": "tests.helpers.nowhere:Net"})
 
 
