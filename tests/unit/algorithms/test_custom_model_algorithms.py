@@ -91,6 +91,25 @@ def test_trains_and_exports_acting_like_the_policy(case, tmp_path):
         algo.stop()
 
 
+def test_a_yaml_config_names_the_class_by_import_path():
+    from relayrl import PPOConfig
+
+    text = """
+env: CartPole-v1
+train_batch_size: 64
+sgd_minibatch_size: 32
+model:
+  custom_model: tests.helpers.custom_models:PolicyValueNet
+  custom_model_kwargs: {hidden: 8}
+"""
+    algo = PPOConfig.from_yaml(text).build()
+    try:
+        assert algo.learner.model.net.torso.units == 8
+        assert np.isfinite(train_until_updated(algo)["learner/grad_gnorm"])
+    finally:
+        algo.stop()
+
+
 @pytest.mark.parametrize("case", ["dqn", "sac"])
 def test_checkpoint_restores_with_the_class_supplied_and_is_refused_without(case, tmp_path):
     algo = build(case)

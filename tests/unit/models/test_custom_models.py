@@ -148,3 +148,13 @@ def test_import_path_that_does_not_import_is_refused():
 def test_custom_critic_outside_sac_td3_is_refused():
     with pytest.raises(ValueError, match="model.custom_critic is used by SAC and TD3 only"):
         spec_for(CARTPOLE, {"custom_critic": M.CriticNet})
+
+
+def test_normalize_obs_applies_before_your_model_with_the_driver_statistics():
+    spec = spec_for(CARTPOLE, {"custom_model": M.PolicyValueNet, "normalize_obs": True})
+    model = actor_critic(spec)
+    weights = model.get_weights()
+    weights[-2:] = [np.full(4, 1.0, np.float32), np.full(4, 2.0, np.float32)]  # what publish_weights writes
+    model.set_weights(weights)
+    x = model.features(np.full((1, 4), 5.0, np.float32)).numpy()
+    np.testing.assert_allclose(x, np.full((1, 4), 2.0))  # (5 - 1) / 2
