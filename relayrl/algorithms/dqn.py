@@ -4,6 +4,7 @@ network updated every N gradient steps or by Polyak averaging, and a linear epsi
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
@@ -166,6 +167,15 @@ class DQN(InProcessReplayCheckpoint, Algorithm):
                 else UniformReplay(c.replay_buffer_capacity, seed=c.seed)
             )
         self._update_debt = 0.0  # fractional gradient steps owed by the replay ratio
+
+    @classmethod
+    def check_env(cls, config: DQNConfig):
+        """Also says what a custom model's call() returns: Q-values, or (advantages, value) with dueling."""
+        obs_space, action_space, spec = super().check_env(config)
+        if spec.custom is not None:
+            outputs = "dueling" if config.dueling else "q"
+            spec = dataclasses.replace(spec, custom=dataclasses.replace(spec.custom, outputs=outputs))
+        return obs_space, action_space, spec
 
     @staticmethod
     def build_learner(spec, c: DQNConfig, strategy=None):

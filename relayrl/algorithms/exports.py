@@ -26,9 +26,9 @@ class PolicyExports:
     def export_model(self):
         """A tf.Module on this process with head(obs) -> dist inputs and value(obs), holding the current
         weights: what export_policy serves."""
-        from relayrl.models.keras_models import ActorCritic
+        from relayrl.models.keras_models import actor_critic
 
-        model = ActorCritic(self.spec)
+        model = actor_critic(self.spec)
         model.set_weights(self.learner.get_weights())
         return model
 

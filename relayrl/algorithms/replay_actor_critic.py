@@ -149,19 +149,11 @@ class ReplayActorCritic(InProcessReplayCheckpoint, Algorithm):
     def export_model(self):
         """The actor serves actions; `value` is the twin critics' minimum at the served (deterministic)
         action, Q(s, mu(s)): these methods have no state-value head."""
-        from relayrl.models.actor_critic_models import TwinQ
+        from relayrl.models.actor_critic_models import twin_critics
         from relayrl.models.tf_import import tf
 
         model = super().export_model()
-        c: ReplayActorCriticConfig = self.config
-        critics = TwinQ(
-            int(np.prod(self.spec.obs_shape)),
-            self.spec.action_nvec[0],
-            c.critic_hiddens,
-            c.model["fcnet_activation"],
-            None,
-            name="critics",
-        )
+        critics = twin_critics(self.spec, self.config, name="critics")
         critics.set_weights(self.learner.part_weights("critics"))
         model.critics = critics  # tracked: its variables are saved with the SavedModel
         num_actions = self.spec.action_nvec[0]

@@ -12,6 +12,7 @@ import numpy as np
 
 from relayrl.core.config import Config
 from relayrl.core.contracts import Fleet, LearnerLike, WorkerStates
+from relayrl.core.knobs import CUSTOM_CLASS_KEYS
 from relayrl.core.metrics import EpisodeStats
 from relayrl.core.saved_state import CheckpointError, cause, read_npz, replay_problem, shown
 from relayrl.models import networks
@@ -120,14 +121,18 @@ class CheckpointState:
 
 def built_from_checkpoint(checkpoint_dir: str, overrides: dict[str, Any]) -> Any:
     """Algorithm.from_checkpoint: the algorithm the checkpoint names, built from its (checked) config.json
-    with `overrides`, restored; CheckpointError (one line) for anything in the files that does not fit."""
+    with `overrides`, restored; CheckpointError (one line) for anything in the files that does not fit.
+    overrides custom_model= / custom_critic= (a class, or your 'module:Class') are the classes a checkpoint
+    of a custom-model run needs: it stores their names only, and never imports them."""
     from relayrl.algorithms import config_class
     from relayrl.persistence import checkpoint
 
+    overrides = dict(overrides)
+    classes = {key: supplied_class(key, overrides.pop(key)) for key in CUSTOM_CLASS_KEYS if key in overrides}
     state = checkpoint.verify(checkpoint_dir)
     try:
         config = config_class(state["algo"]).from_checkpoint_dict(
-            checkpoint.read_config(checkpoint_dir), supplied=overrides
+            checkpoint.read_config(checkpoint_dir), supplied=overrides, classes=classes
         )
     except CheckpointError:
         raise
@@ -148,6 +153,17 @@ def built_from_checkpoint(checkpoint_dir: str, overrides: dict[str, Any]) -> Any
         algo.stop()
         raise
     return algo
+
+
+def supplied_class(key: str, value: Any) -> type:
+    """The caller's class for model[key]: a class, or your own 'package.module:Class' (imported: the
+    caller's input, never the checkpoint's)."""
+    from relayrl.core.config_io import resolve_callable
+
+    cls = resolve_callable(value, key) if isinstance(value, str) else value
+    if not isinstance(cls, type):
+        raise ValueError(f"{key} = {shown(value)}: allowed: a tf.keras.Model subclass or 'module:Class'")
+    return cls
 
 
 class InProcessReplayCheckpoint:

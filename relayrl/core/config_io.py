@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any, Self
 
-from relayrl.core.knobs import unknown_key
+from relayrl.core.knobs import CUSTOM_CLASS_KEYS, known_class, unknown_key
 
 if TYPE_CHECKING:
     from relayrl.core.config import Config
@@ -58,12 +58,16 @@ class ConfigSerialisation:
         return cls._from_fields(data, resolve, skip=())
 
     @classmethod
-    def from_checkpoint_dict(cls, data: Any, supplied: Collection[str] = ()) -> Self:
+    def from_checkpoint_dict(
+        cls, data: Any, supplied: Collection[str] = (), classes: dict[str, type] | None = None
+    ) -> Self:
         """A config from a checkpoint's config.json: data from elsewhere, so nothing named in it is imported,
         resolved or called. Its env must be a plain id gymnasium has registered already (a 'module:Env-v0'
         id would import the module, a 'callable:...' reference would run code): any other env is refused
         unless the caller supplies one (`supplied` holds the fields the caller sets; their stored values are
         ignored). Fields saying where to connect, listen or write (HOST_FIELDS) keep their defaults.
+        A model naming a custom_model / custom_critic class is refused unless the caller passes that class
+        in `classes` ({"custom_model": Class}): it replaces the stored name, which is never imported.
         Raises ValueError naming the field."""
         from relayrl.core.saved_state import shown
 
@@ -73,7 +77,10 @@ class ConfigSerialisation:
         if long_key is not None:
             raise ValueError(f"{cls.__name__}: unknown key {shown(long_key)}")
         skip = set(supplied) | set(HOST_FIELDS)
-        return cls._from_fields(data, registered_env_id, skip)
+        config = cls._from_fields(data, registered_env_id, skip)
+        if "model" not in skip:
+            config._set_checked("model", checkpoint_model(config.model, classes or {}))
+        return config
 
     @classmethod
     def _from_fields(cls, data: dict, env: Callable[[Any], Any], skip: Collection[str]) -> Self:
@@ -136,7 +143,36 @@ def registered_env_id(value: Any) -> str:
     return value
 
 
-def resolve_callable(path: str) -> Callable:
+def checkpoint_model(model: dict, classes: dict[str, type]) -> dict:
+    """A checkpoint's (already checked) model dict with the caller's classes in place of the class names it
+    stores; ValueError naming the key when it names one the caller did not pass, or the other way round."""
+    from relayrl.core.saved_state import shown
+
+    model = dict(model)
+    for key in CUSTOM_CLASS_KEYS:
+        given, stored = classes.get(key), model.get(key)
+        if given is None and stored is not None:
+            raise ValueError(
+                f"model.{key} = {shown(stored)} names a Python class and a checkpoint never imports code: "
+                f"pass the class yourself (Python: Algorithm.from_checkpoint(path, {key}=Class), "
+                f"CLI: --{key.replace('_', '-')} module:Class)"
+            )
+        if given is not None and stored is None:
+            raise ValueError(f"{key} was passed but this checkpoint's model has no {key}")
+        if given is not None:
+            model[key] = given
+    return model
+
+
+def custom_class(path: str, key: str) -> type:
+    """The class a model dict names: one given as an object in this process (knobs.class_path), else
+    imported from 'package.module:Class'. Trusted configs only: a checkpoint's names were replaced by the
+    caller's classes before this (checkpoint_model)."""
+    found = known_class(path)
+    return found if found is not None else resolve_callable(path, f"model.{key}")
+
+
+def resolve_callable(path: str, what: str = "env callable") -> Callable:
     """'package.module:Name' -> the object: imports the module. Trusted input only (your own code, config
     files and command lines), never a value read from a checkpoint."""
     module_name, _, attr = path.partition(":")
@@ -145,5 +181,5 @@ def resolve_callable(path: str) -> Callable:
         for part in attr.split("."):
             obj = getattr(obj, part)
     except (ImportError, AttributeError) as exc:
-        raise ValueError(f"env callable {path!r} cannot be imported: {exc}") from None
+        raise ValueError(f"{what} {path!r} cannot be imported: {exc}") from None
     return obj

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -47,7 +48,47 @@ DEFAULT_MODEL = {
     "normalize_obs": False,
     # initial log std of PPO's state-independent Gaussian (SB3's zoo uses -2 on MuJoCo: less initial noise)
     "log_std_init": 0.0,
+    # your own tf.keras.Model (docs/custom_model.md): a class, or 'package.module:Class' in YAML / --set
+    "custom_model": None,
+    "custom_model_kwargs": {},
+    # SAC / TD3: the class of one critic(obs, actions) -> Q; relayrl builds the twin critics and targets
+    "custom_critic": None,
+    "custom_critic_kwargs": {},
 }
+CUSTOM_CLASS_KEYS = ("custom_model", "custom_critic")
+# Classes given as objects, by their 'module:QualName': the model dict keeps the path (plain JSON, so
+# config.json, Config.copy() and Ray Tune's search spaces carry it) and the class is found here again, also
+# for a class defined in a script's __main__, which no import can reach.
+_CLASSES: dict[str, type] = {}
+_CLASS_PATH = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+def class_path(cls: type) -> str:
+    """'module:QualName' of a class given as an object, remembered for `known_class`."""
+    path = f"{cls.__module__}:{cls.__qualname__}"
+    _CLASSES[path] = cls
+    return path
+
+
+def known_class(path: str) -> type | None:
+    """The class that `class_path` remembered under `path` (in this process), or None."""
+    return _CLASSES.get(path)
+
+
+def _class_ref(v: Any) -> str | None:
+    if v is None or isinstance(v, type) or (isinstance(v, str) and (_CLASS_PATH.match(v) or v in _CLASSES)):
+        return None
+    return "allowed: None, a tf.keras.Model subclass, or its import path 'package.module:Class'"
+
+
+def _json_kwargs(v: Any) -> str | None:
+    try:
+        ok = isinstance(v, dict) and all(isinstance(k, str) for k in v) and json.loads(json.dumps(v)) == v
+    except (TypeError, ValueError):
+        ok = False
+    return None if ok else "allowed: a mapping of str keyword: JSON value (numbers, strings, lists, mappings)"
+
+
 MODEL_CHECKS = {
     "fcnet_hiddens": C.int_list(min_len=0),
     "fcnet_activation": C.one_of("tanh", "relu", "elu", "swish"),
@@ -55,6 +96,10 @@ MODEL_CHECKS = {
     "vf_share_layers": C.boolean(),
     "normalize_obs": C.boolean(),
     "log_std_init": C.number(-20, 5),
+    "custom_model": _class_ref,
+    "custom_model_kwargs": _json_kwargs,
+    "custom_critic": _class_ref,
+    "custom_critic_kwargs": _json_kwargs,
 }
 
 
@@ -62,6 +107,9 @@ def merge_model(value: dict) -> dict:
     """DEFAULT_MODEL with the options of `value` (a copy: the defaults are never mutated)."""
     merged = json.loads(json.dumps(DEFAULT_MODEL))
     merged.update(value)
+    for key in CUSTOM_CLASS_KEYS:
+        if isinstance(merged[key], type):
+            merged[key] = class_path(merged[key])
     return merged
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from relayrl.learning.optimizer import Adam, group_optimizers
 from relayrl.learning.spec import LearnerSpec
 from relayrl.learning.steps import CompiledSteps
-from relayrl.models.keras_models import ActorCritic
+from relayrl.models.keras_models import actor_critic
 from relayrl.models.networks import ModelSpec
 from relayrl.models.tf_import import tf
 
@@ -34,7 +34,7 @@ class Learner(CompiledSteps, tf.Module):
             )
         # The attributes below (model, variables_, groups, optimizer(s), hparams) are what a checkpoint holds.
         with self.strategy.scope():
-            self.model = (ls.model_fn or ActorCritic)(spec)
+            self.model = (ls.model_fn or actor_critic)(spec)
             self.variables_ = self.model.ordered_variables
             self.groups = getattr(self.model, "variable_groups", None)
             if self.groups is None:

@@ -22,12 +22,13 @@ BatchFn = Callable[[Any, dict], tuple[dict, dict]]
 class LearnerSpec:
     """The learner of one algorithm.
 
-    model_fn(spec) builds the trained module (None: ActorCritic). It exposes `ordered_variables` (what the
-    optimiser updates) and get/set_weights, and may define `after_step(step)` (e.g. target-network updates,
-    run after every SGD step) and `variable_groups` ({name: variables}, the first group stepped every SGD
-    step): then each group gets its own Adam with lr[name], the loss returns ({name: loss}, metrics) and each
-    group follows the gradient of its own loss only (SAC, TD3). apply_every[name] = d applies that group's
-    update on every d-th SGD step only (TD3's delayed actor).
+    model_fn(spec) builds the trained module (None: keras_models.actor_critic). It exposes
+    `ordered_variables` (what the optimiser updates) and get/set_weights, and may define
+    `after_step(step)` (e.g. target-network updates, run after every SGD step) and `variable_groups`
+    ({name: variables}, the first group stepped every SGD step): then each group gets its own Adam with
+    lr[name], the loss returns ({name: loss}, metrics) and each group follows the gradient of its own loss
+    only (SAC, TD3). apply_every[name] = d applies that group's update on every d-th SGD step only (TD3's
+    delayed actor).
 
     minibatch_size None: one step on the whole batch, whatever its size (A2C). row_output names a per-row
     loss output (e.g. DQN's TD errors, for replay priorities) returned as `last_rows` after each update.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from relayrl.models.keras_models import ActorCritic
+from relayrl.models.keras_models import actor_critic
 from relayrl.models.networks import ACTIVATIONS
 from relayrl.models.tf_import import tf
 
@@ -74,6 +74,16 @@ class TwinQ(tf.Module):
             var.assign(w)
 
 
+def twin_critics(spec, c: SACConfig | TD3Config, name: str):
+    """SAC's / TD3's twin critics: yours (model.custom_critic, custom_models.CustomTwinQ) or TwinQ MLPs."""
+    if spec.custom is not None and spec.custom.critic_cls is not None:
+        from relayrl.models.custom_models import CustomTwinQ
+
+        return CustomTwinQ(spec, name=name)
+    obs_dim, action_dim = int(np.prod(spec.obs_shape)), spec.action_nvec[0]
+    return TwinQ(obs_dim, action_dim, c.critic_hiddens, c.model["fcnet_activation"], c.seed, name=name)
+
+
 def polyak(targets: Sequence[tf.Variable], sources: Sequence[tf.Variable], tau: float) -> None:
     """target <- tau * source + (1 - tau) * target, for every pair (soft target update)."""
     for t, s in zip(targets, sources):
@@ -85,11 +95,11 @@ class SACModel(tf.Module):
 
     def __init__(self, spec, c: SACConfig):
         super().__init__(name="sac_model")
-        obs_dim, self.action_dim = int(np.prod(spec.obs_shape)), spec.action_nvec[0]
-        hiddens, act = c.critic_hiddens, c.model["fcnet_activation"]
-        self.actor = ActorCritic(spec, name="actor")
-        self.critics = TwinQ(obs_dim, self.action_dim, hiddens, act, c.seed, name="critics")
-        self.target_critics = TwinQ(obs_dim, self.action_dim, hiddens, act, c.seed, name="target_critics")
+        self.action_dim = spec.action_nvec[0]
+        self.actor = actor_critic(spec, name="actor")
+        self.critics = twin_critics(spec, c, name="critics")
+        self.target_critics = twin_critics(spec, c, name="target_critics")
+        self.target_critics.set_weights(self.critics.get_weights())
         self.log_alpha = tf.Variable(np.log(c.initial_alpha), dtype=tf.float32, name="log_alpha")
         self.tau = c.tau
         self.rng = (
@@ -100,7 +110,7 @@ class SACModel(tf.Module):
         self.ordered_variables = self.actor.ordered_variables
         self.variable_groups = {
             "critic": self.critics.ordered_variables,
-            "actor": policy_variables(self.actor),
+            "actor": self.actor.policy_variables,
             "alpha": [self.log_alpha],
         }
 
@@ -122,14 +132,14 @@ class TD3Model(tf.Module):
 
     def __init__(self, spec, c: TD3Config):
         super().__init__(name="td3_model")
-        obs_dim, self.action_dim = int(np.prod(spec.obs_shape)), spec.action_nvec[0]
-        hiddens, act = c.critic_hiddens, c.model["fcnet_activation"]
+        self.action_dim = spec.action_nvec[0]
         self.actor, self.target_actor = (
-            ActorCritic(spec, name="actor"),
-            ActorCritic(spec, name="target_actor"),
+            actor_critic(spec, name="actor"),
+            actor_critic(spec, name="target_actor"),
         )
-        self.critics = TwinQ(obs_dim, self.action_dim, hiddens, act, c.seed, name="critics")
-        self.target_critics = TwinQ(obs_dim, self.action_dim, hiddens, act, c.seed, name="target_critics")
+        self.critics = twin_critics(spec, c, name="critics")
+        self.target_critics = twin_critics(spec, c, name="target_critics")
+        self.target_critics.set_weights(self.critics.get_weights())
         self.tau, self.policy_delay = c.tau, c.policy_delay
         self.rng = (
             tf.random.Generator.from_seed(c.seed)
@@ -139,7 +149,7 @@ class TD3Model(tf.Module):
         self.ordered_variables = self.actor.ordered_variables
         self.variable_groups = {
             "critic": self.critics.ordered_variables,
-            "actor": policy_variables(self.actor),
+            "actor": self.actor.policy_variables,
         }
 
     def draw_noise(self, rows: tf.Tensor) -> tf.Tensor:
@@ -157,12 +167,7 @@ class TD3Model(tf.Module):
 
         def update():
             polyak(self.target_critics.ordered_variables, self.critics.ordered_variables, self.tau)
-            polyak(policy_variables(self.target_actor), policy_variables(self.actor), self.tau)
+            polyak(self.target_actor.policy_variables, self.actor.policy_variables, self.tau)
             return tf.constant(0)
 
         tf.cond(step % self.policy_delay == 0, update, lambda: tf.constant(0))
-
-
-def policy_variables(actor) -> list:
-    """The actor's trained variables: torso and policy branch (its value branch is never used here)."""
-    return [v for layer in actor.torso + actor.pi for v in (layer.kernel, layer.bias)]

@@ -8,11 +8,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from relayrl.models.networks import OBS_CLIP, ModelSpec
+from relayrl.models.model_parts import WeightList, network_input, obs_statistics, zeros_batch
+from relayrl.models.networks import ModelSpec
 from relayrl.models.tf_import import tf
 
 
-class ActorCritic(tf.Module):
+def actor_critic(spec: ModelSpec, name: str = "actor_critic"):
+    """The network of `spec`: relayrl's ActorCritic, or the adapter around your own tf.keras.Model."""
+    if spec.custom is not None and spec.custom.model_cls is not None:
+        from relayrl.models.custom_models import CustomActorCritic
+
+        return CustomActorCritic(spec, name=name)
+    return ActorCritic(spec, name=name)
+
+
+class ActorCritic(WeightList, tf.Module):
     """Policy (dist inputs) and value heads; call -> (dist_inputs [B, D], values [B])."""
 
     def __init__(self, spec: ModelSpec, name: str = "actor_critic"):
@@ -26,18 +36,10 @@ class ActorCritic(tf.Module):
             else None
         )
         self.vf = [self._layer(layer, f"vf_{i}") for i, layer in enumerate(spec.vf)]
-        # running observation statistics: set by the driver, never trained (not in ordered_variables)
-        self.obs_norm = (
-            [
-                tf.Variable(tf.zeros(spec.obs_shape), trainable=False, name="obs_mean"),
-                tf.Variable(tf.ones(spec.obs_shape), trainable=False, name="obs_std"),
-            ]
-            if spec.obs_norm
-            else []
-        )
+        self.obs_norm = obs_statistics(spec)
         self._flatten_at = sum(1 for layer in spec.torso if layer.kind == "conv")
         # Build every layer now so the variables exist (and can be set) before the first call.
-        self(tf.zeros((1,) + tuple(spec.obs_shape), tf.uint8 if spec.obs_kind == "image" else tf.float32))
+        self(zeros_batch(spec))
 
     @staticmethod
     def _layer(layer, name: str) -> tf.keras.layers.Layer:
@@ -48,11 +50,7 @@ class ActorCritic(tf.Module):
         return tf.keras.layers.Dense(layer.shape[-1], activation=layer.activation, name=name)
 
     def features(self, obs: tf.Tensor) -> tf.Tensor:
-        x = tf.cast(obs, tf.float32)
-        if self.spec.obs_kind == "image":
-            x = x / 255.0
-        if self.obs_norm:
-            x = tf.clip_by_value((x - self.obs_norm[0]) / self.obs_norm[1], -OBS_CLIP, OBS_CLIP)
+        x = network_input(self.spec, obs, self.obs_norm)
         for i, layer in enumerate(self.torso):
             if i == self._flatten_at and self._flatten_at > 0:
                 x = tf.reshape(x, (tf.shape(x)[0], -1))
@@ -90,21 +88,14 @@ class ActorCritic(tf.Module):
         return out
 
     @property
+    def policy_variables(self) -> list[tf.Variable]:
+        """Torso and policy branch: what SAC / TD3 train as the actor (its value branch is never used)."""
+        return [v for layer in self.torso + self.pi for v in (layer.kernel, layer.bias)]
+
+    @property
     def weight_variables(self) -> list[tf.Variable]:
         """The weights list layout of networks.py: the trained variables, then the observation statistics."""
         return self.ordered_variables + self.obs_norm
-
-    def get_weights(self) -> list[np.ndarray]:
-        return [v.numpy() for v in self.weight_variables]
-
-    def set_weights(self, weights: list[np.ndarray]) -> None:
-        variables = self.weight_variables
-        if len(weights) != len(variables):
-            raise ValueError(f"expected {len(variables)} weight arrays, got {len(weights)}")
-        for var, w in zip(variables, weights):
-            if tuple(var.shape) != tuple(np.shape(w)):
-                raise ValueError(f"weight {var.name}: expected shape {tuple(var.shape)}, got {np.shape(w)}")
-            var.assign(w)
 
 
 def _apply(layer: tf.keras.layers.Layer, x: tf.Tensor) -> tf.Tensor:
@@ -121,7 +112,7 @@ class TFForward:
 
     def __init__(self, spec: ModelSpec):
         self.spec = spec
-        self.model = ActorCritic(spec)
+        self.model = actor_critic(spec)
         dtype = tf.uint8 if spec.obs_kind == "image" else tf.float32
         sig = [tf.TensorSpec((None,) + tuple(spec.obs_shape), dtype)]
         self._pi = tf.function(lambda x: self.model(x)[0], input_signature=sig)

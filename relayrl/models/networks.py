@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from relayrl.models.obs_stats import OBS_CLIP
+
 # In-place where numpy allows it: the worker runs these ~15k times a second on small arrays, where
 # allocation is a visible share of the cost.
 ACTIVATIONS = {
@@ -38,6 +40,21 @@ class Layer:
 
 
 @dataclass(frozen=True)
+class CustomSpec:
+    """Your own Keras classes (model dict keys custom_model, custom_critic and their kwargs), resolved on the
+    driver: the spec ships them to workers and learner actors (Ray pickles a __main__ class by value).
+    outputs: what call() returns, set by the algorithm: "q" | "dueling" | "policy_value" | "policy"."""
+
+    model_cls: type | None
+    model_kwargs: dict
+    critic_cls: type | None
+    critic_kwargs: dict
+    outputs: str
+    model_path: str | None = None  # as the config names it, for messages
+    critic_path: str | None = None
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     obs_kind: str  # "box" | "discrete" | "image"
     obs_shape: tuple  # network input shape for one observation (after one-hot / flatten)
@@ -51,9 +68,12 @@ class ModelSpec:
     # normalise observations by running mean/std: two more arrays (mean, std) at the end of the weights list
     obs_norm: bool = False
     log_std_init: float = 0.0  # initial value of the gaussian head's free log_std
+    custom: CustomSpec | None = None  # your own tf.keras.Model / critic class (docs/custom_model.md)
 
     @property
     def numpy_forward_ok(self) -> bool:
+        if self.custom is not None and self.custom.model_cls is not None:
+            return False  # numpy cannot run your model: workers use keras_models.TFForward
         return all(layer.kind == "dense" for layer in self.torso + self.pi + self.vf)
 
     @property
@@ -118,7 +138,27 @@ def spec_from_spaces(
         tuple(vf),
         obs_norm,
         float(model.get("log_std_init", 0.0)),
+        custom_spec(model, action_kind),
     )
+
+
+def custom_spec(model: dict, action_kind: str) -> CustomSpec | None:
+    """The model dict's custom classes, resolved (imported when named by path: trusted configs only), or
+    None. A policy of SAC / TD3 returns its dist inputs alone; every other head also a value."""
+    from relayrl.core.config_io import custom_class
+    from relayrl.core.knobs import CUSTOM_CLASS_KEYS
+
+    paths = model.get("custom_model"), model.get("custom_critic")
+    if paths == (None, None):
+        return None
+    model_cls, critic_cls = (
+        None if p is None else custom_class(p, k) for p, k in zip(paths, CUSTOM_CLASS_KEYS)
+    )
+    outputs = "policy" if action_kind in ("squashed_gaussian", "deterministic") else "policy_value"
+    if critic_cls is not None and outputs != "policy":
+        raise ValueError("model.custom_critic is used by SAC and TD3 only (their twin critics): remove it")
+    kwargs = dict(model.get("custom_model_kwargs") or {}), dict(model.get("custom_critic_kwargs") or {})
+    return CustomSpec(model_cls, kwargs[0], critic_cls, kwargs[1], outputs, *paths)
 
 
 def _dense_stack(width: int, hiddens: Sequence[int], act: str) -> tuple[list[Layer], int]:
@@ -171,7 +211,11 @@ def all_layers(spec: ModelSpec) -> list[Layer]:
 
 def init_weights(spec: ModelSpec, rng: np.random.Generator) -> list[np.ndarray]:
     """Orthogonal kernels with per-layer gains, zero biases, log_std = model.log_std_init (0 as in CleanRL /
-    SB3)."""
+    SB3). A custom model's are its own initialisers' (built here with TensorFlow, seeded from `rng`)."""
+    if spec.custom is not None and spec.custom.model_cls is not None:
+        from relayrl.models.custom_models import initial_weights
+
+        return initial_weights(spec, int(rng.integers(2**31)))
     weights: list[np.ndarray] = []
     for i, layer in enumerate(all_layers(spec)):
         fan_out = layer.shape[-1]
@@ -190,9 +234,6 @@ def init_weights(spec: ModelSpec, rng: np.random.Generator) -> list[np.ndarray]:
             np.ones(spec.obs_shape, np.float32),
         ]  # obs mean, std
     return weights
-
-
-OBS_CLIP = 10.0  # normalised observations are clipped to +-10 (as SB3's VecNormalize and RLlib's filter)
 
 
 def normalize_obs(obs: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:

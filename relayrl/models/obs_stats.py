@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+OBS_CLIP = 10.0  # normalised observations are clipped to +-10 (as SB3's VecNormalize and RLlib's filter)
+
 VAR_EPS = 1e-8  # std = sqrt(var + eps): a constant feature gives std ~1e-4, not a division by zero
 
 

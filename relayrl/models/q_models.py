@@ -17,19 +17,18 @@ class QModel(tf.Module):
 
     def __init__(self, spec, dueling: bool, target_update_freq: int, tau: float | None):
         super().__init__(name="q_model")
-        from relayrl.models.keras_models import ActorCritic
+        from relayrl.models.keras_models import actor_critic
 
-        self.online, self.target = ActorCritic(spec, name="online"), ActorCritic(spec, name="target")
+        self.online, self.target = actor_critic(spec, name="online"), actor_critic(spec, name="target")
         self.dueling, self.update_freq, self.tau = dueling, target_update_freq, tau
         self.ordered_variables = self.online.ordered_variables
 
     def q(self, obs: tf.Tensor, target: bool = False) -> tf.Tensor:
         net = self.target if target else self.online
-        h = net.features(obs)
-        adv = net.head(obs, h)  # [B, A]
         if not self.dueling:
-            return adv
-        return net.value(obs, h)[:, None] + adv - tf.reduce_mean(adv, axis=1, keepdims=True)
+            return net.head(obs)  # [B, A]
+        adv, value = net(obs)  # one pass: [B, A], [B]
+        return value[:, None] + adv - tf.reduce_mean(adv, axis=1, keepdims=True)
 
     def get_weights(self) -> list[np.ndarray]:
         return self.online.get_weights()
