@@ -38,6 +38,8 @@ def checked_spaces(
     try:
         spec = networks.spec_from_spaces(obs_space, action_space, config.model, head=continuous_head)
     except ValueError as exc:
+        if str(exc).startswith("model."):  # the user's model, not the env: its line names the field already
+            raise
         raise ValueError(f"{name} cannot use env {env_name(config.env)!r}: {exc}") from None
     if spec.obs_norm and not supports_obs_norm:
         raise ValueError(

@@ -117,6 +117,7 @@ class CheckpointState:
         except CheckpointError as exc:  # a learner actor's error arrives wrapped in Ray's
             raise CheckpointError(f"checkpoint {checkpoint_dir!r}: {cause(exc)}") from None
         self.workers.sync_weights(self.learner.get_weights(), self.weights_version)
+        self._action_policy_key = ()  # compute_actions: the restored weights, even with equal counters
 
 
 def built_from_checkpoint(checkpoint_dir: str, overrides: dict[str, Any]) -> Any:
