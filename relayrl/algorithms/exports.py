@@ -60,8 +60,8 @@ class PolicyExports:
     def evaluate(
         self, num_episodes: int = 100, seed: int | None = None, explore: bool = False
     ) -> dict[str, float]:
-        """Episodes with the current weights on fresh envs here: deterministic actions (greedy / mean), or with
-        explore=True the training exploration (DQN: its current epsilon)."""
+        """Episodes with the current weights on fresh envs here: deterministic actions (greedy / mean), or
+        with explore=True the training exploration (DQN: its current epsilon)."""
         from relayrl.algorithms.periodic_evaluation import evaluate_now
 
         return evaluate_now(self, num_episodes, seed=seed, explore=explore)
