@@ -27,7 +27,9 @@ class ApeXConfig(DQNConfig):
     prioritized_replay: bool = knob(True, "training", C.boolean(), "proportional prioritised replay")
     apex_epsilon: float = knob(0.4, "training", C.number(0, 1), "base epsilon of the per-worker schedule")
     apex_alpha: float = knob(7.0, "training", C.number(0), "spread of the per-worker epsilons")
-    num_replay_shards: int = knob(2, "training", C.integer(1), "replay shard actors")
+    num_replay_shards: int = knob(
+        2, "training", C.integer(1), "replay shard actors (at most num_rollout_workers: each feeds one)"
+    )
     worker_cache_rows: int = knob(
         500, "training", C.integer(1), "rows a worker caches before uploading to its shard"
     )
@@ -55,6 +57,12 @@ class ApeXConfig(DQNConfig):
             raise ValueError(
                 "ApeXConfig.num_rollout_workers = 0 is invalid: allowed: an integer >= 1 "
                 "(Ape-X workers are Ray actors)"
+            )
+        if self.num_replay_shards > self.num_rollout_workers:  # worker i feeds shard i % shards only
+            raise ValueError(
+                f"ApeXConfig.num_replay_shards = {self.num_replay_shards} is invalid: allowed: an integer "
+                f"from 1 to num_rollout_workers ({self.num_rollout_workers}): each shard is fed by its own "
+                f"workers, and the learner waits for every shard to hold rows"
             )
 
 

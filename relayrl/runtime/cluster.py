@@ -8,6 +8,8 @@ import time
 
 import ray
 
+from relayrl.core import logs
+
 # Workers on N cores must not each start N BLAS / TF threads and fight over them.
 WORKER_ENV = {
     "OMP_NUM_THREADS": "1",
@@ -45,6 +47,9 @@ def init_ray(address: str | None = None, dashboard: bool = False) -> bool:
         # (or one RAY_ADDRESS or a stale ray_current_cluster file names). Joining is `address="auto"`.
         address="local" if address is None else address,
         runtime_env={"env_vars": WORKER_ENV},
+        # Ray's own lines ("(raylet) ...", "(pid=...) ...") stay out of relayrl's stderr unless --verbose:
+        # relayrl reports what happened to a worker or node in its own line (restarts.RestartBudget.charge)
+        log_to_driver=logs.verbose(),
         logging_level=logging.ERROR,
         configure_logging=True,
         **extra,

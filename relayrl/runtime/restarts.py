@@ -16,6 +16,12 @@ from relayrl.sampling.settings import EnvError, WorkerFailedError
 STARTUP_TIMEOUT_S = 120.0  # how long a re-created worker may take to come up
 
 
+def first_line(error: BaseException) -> str:
+    """The first line of an error's message: Ray's run to dozens of lines (tracebacks, hints)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else ""
+
+
 class RestartBudget:
     """Restart accounting every fleet shares: a per-worker budget (past it: WorkerFailedError naming the
     worker and the last error) and exponential backoff over consecutive failures of the same worker.
@@ -42,8 +48,13 @@ class RestartBudget:
         self.restarts_total += 1
         if self.restarts[i] > self.max_restarts:
             raise WorkerFailedError(i + 1, self.restarts[i], error)
+        node = f" (node {self.node_ips[i]})" if self.node_ips[i] else ""
         logging.getLogger("relayrl").warning(
-            "restarting rollout worker %d after %s: %s", i + 1, type(error).__name__, error
+            "restarting rollout worker %d%s after %s: %s",
+            i + 1,
+            node,
+            type(error).__name__,
+            first_line(error),
         )
         time.sleep(self.backoff_s * 2 ** (self._consecutive[i] - 1))
 

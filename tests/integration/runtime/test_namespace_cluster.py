@@ -59,7 +59,9 @@ def test_ppo_spreads_over_nodes_and_solves_when_a_node_dies_while_workers_start(
     assert job.returncode == 0, stderr[-3000:]
     result = final_result(stdout)
     assert killed > 0
-    assert result["solved"], result["episode_reward_mean"]
+    assert result["solved"], (result["episode_reward_mean"], stderr[-3000:])
+    assert "(raylet)" not in stderr and "(pid=" not in stderr, stderr[-3000:]  # Ray's lines stay out
+    assert f"(node {cluster.ips[2]})" in stderr, stderr[-3000:]  # relayrl says where the lost worker was
     assert result["workers/restarts"] >= 1
     assert result["workers/lost_fragments"] == 0
     nodes = {result[f"workers/{i}/node_ip"] for i in range(1, 5)}
@@ -75,10 +77,10 @@ def rows(progress_csv: str) -> int:
 
 
 def test_apex_solves_when_a_node_holding_a_replay_shard_dies_mid_run(cluster):
-    """Ape-X with 3 replay shards spread over the nodes; once training runs (snapshots taken), the worker node
+    """Ape-X with 3 workers and 3 replay shards spread over the nodes; once training runs (snapshots taken), the worker node
     holding a shard is SIGKILLed: the shard is restored from its snapshot elsewhere, and the run solves."""
     logdir = os.path.join(cluster.root, "apex")
-    argv = [sys.executable, "-m", "relayrl.cli", "train", "apex", "CartPole-v1", "--workers", "2"]
+    argv = [sys.executable, "-m", "relayrl.cli", "train", "apex", "CartPole-v1", "--workers", "3"]
     argv += ["--address", cluster.address, "--json", "--quiet", "--logdir", logdir]
     argv += ["--set", "num_replay_shards=3", "--stop-reward", "475", "--stop-timesteps", "600000"]
     job = cluster.popen(0, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -97,5 +99,6 @@ def test_apex_solves_when_a_node_holding_a_replay_shard_dies_mid_run(cluster):
             job.kill()
     assert job.returncode == 0, stderr[-3000:]
     result = final_result(stdout)
-    assert result["solved"], result["episode_reward_mean"]
+    facts = {k: result.get(k) for k in ("episode_reward_mean", "timesteps_total", "training_iteration")}
+    assert result["solved"], (facts, stderr[-3000:])
     assert result["learner/replay_shard_restarts"] >= 1
