@@ -77,8 +77,9 @@ def rows(progress_csv: str) -> int:
 
 
 def test_apex_solves_when_a_node_holding_a_replay_shard_dies_mid_run(cluster):
-    """Ape-X with 3 workers and 3 replay shards spread over the nodes; once training runs (snapshots taken), the worker node
-    holding a shard is SIGKILLed: the shard is restored from its snapshot elsewhere, and the run solves."""
+    """Ape-X with 3 workers and 3 replay shards spread over the nodes; once training runs (snapshots taken),
+    a worker node holding a shard is SIGKILLed: the shard is restored from its snapshot elsewhere, and the
+    run solves."""
     logdir = os.path.join(cluster.root, "apex")
     argv = [sys.executable, "-m", "relayrl.cli", "train", "apex", "CartPole-v1", "--workers", "3"]
     argv += ["--address", cluster.address, "--json", "--quiet", "--logdir", logdir]
