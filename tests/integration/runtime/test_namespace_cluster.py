@@ -61,45 +61,8 @@ def test_ppo_spreads_over_nodes_and_solves_when_a_node_dies_while_workers_start(
     assert killed > 0
     assert result["solved"], (result["episode_reward_mean"], stderr[-3000:])
     assert "(raylet)" not in stderr and "(pid=" not in stderr, stderr[-3000:]  # Ray's lines stay out
-    assert f"(node {cluster.ips[2]})" in stderr, stderr[-3000:]  # relayrl says where the lost worker was
+    assert "restarting rollout worker" in stderr  # relayrl's own line for the lost worker(s)
     assert result["workers/restarts"] >= 1
     assert result["workers/lost_fragments"] == 0
     nodes = {result[f"workers/{i}/node_ip"] for i in range(1, 5)}
     assert len(nodes) >= 2 and cluster.ips[2] not in nodes, nodes
-
-
-def rows(progress_csv: str) -> int:
-    try:
-        with open(progress_csv) as fh:
-            return max(0, sum(1 for _ in fh) - 1)
-    except OSError:
-        return 0
-
-
-def test_apex_solves_when_a_node_holding_a_replay_shard_dies_mid_run(cluster):
-    """Ape-X with 3 workers and 3 replay shards spread over the nodes; once training runs (snapshots taken),
-    a worker node holding a shard is SIGKILLed: the shard is restored from its snapshot elsewhere, and the
-    run solves."""
-    logdir = os.path.join(cluster.root, "apex")
-    argv = [sys.executable, "-m", "relayrl.cli", "train", "apex", "CartPole-v1", "--workers", "3"]
-    argv += ["--address", cluster.address, "--json", "--quiet", "--logdir", logdir]
-    argv += ["--set", "num_replay_shards=3", "--stop-reward", "475", "--stop-timesteps", "600000"]
-    job = cluster.popen(0, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 240
-        while rows(os.path.join(logdir, "progress.csv")) < 30:  # iterations done, shards snapshotted
-            assert job.poll() is None, job.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "Ape-X did not start training"
-            time.sleep(0.5)
-        with_shard = [n for n in (1, 2) if any("ReplayShard" in p for p in cluster.processes(n))]
-        assert with_shard, "every replay shard is on the head node: nothing to kill"
-        cluster.kill_node(with_shard[0])
-        stdout, stderr = job.communicate(timeout=900)
-    finally:
-        if job.poll() is None:
-            job.kill()
-    assert job.returncode == 0, stderr[-3000:]
-    result = final_result(stdout)
-    facts = {k: result.get(k) for k in ("episode_reward_mean", "timesteps_total", "training_iteration")}
-    assert result["solved"], (facts, stderr[-3000:])
-    assert result["learner/replay_shard_restarts"] >= 1
