@@ -14,7 +14,11 @@ from typing import Any
 
 import gymnasium as gym
 
-EnvSpec = Any  # str id or callable(env_config) -> gym.Env
+from relayrl.envs.user_code import import_user_module
+from relayrl.envs.wrappers import WrapperList, wrap
+
+# a str id ('CartPole-v1', or 'module:EnvId': module imported first) or a callable(env_config) -> gym.Env
+EnvSpec = Any
 
 
 class SlowCartPole(gym.Wrapper):
@@ -37,17 +41,41 @@ gym.register(
 )
 
 
+def registry_id(env_id: str) -> str:
+    """The id to look up in gymnasium's registry: 'module:EnvId' (gymnasium's convention: importing module
+    registers EnvId) -> 'EnvId' once module is imported. Trusted input only (your code, config files and
+    command lines): a checkpoint's or a SavedModel's env id never reaches here with a module in it."""
+    module, sep, name = env_id.partition(":")
+    if sep:
+        import_user_module(module, f"env {env_id!r}")
+    return name if sep else env_id
+
+
 def check_env_id(env_id: str) -> None:
-    """Raise ValueError for an id gymnasium does not know, with the closest registered ids."""
+    """Raise ValueError for an id gymnasium does not know, with the closest registered ids. 'module:EnvId'
+    imports module first (see registry_id)."""
+    name = registry_id(env_id)
     try:
-        gym.spec(env_id)
+        gym.spec(name)
     except gym.error.Error as exc:
-        close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
+        close = difflib.get_close_matches(name, list(gym.registry), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ValueError(f"unknown environment id {env_id!r} ({exc}){hint}") from None
+        imported = f" (module {env_id.partition(':')[0]!r} did not register it)" if name != env_id else ""
+        raise ValueError(f"unknown environment id {name!r}{imported} ({exc}){hint}") from None
 
 
-def make_single_env(env: EnvSpec, env_config: dict) -> gym.Env:
+def env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    """gymnasium's spec of a checked id, 'module:EnvId' included (gym.spec does not import the module)."""
+    check_env_id(env_id)
+    return gym.spec(registry_id(env_id))
+
+
+def make_single_env(env: EnvSpec, env_config: dict, wrappers: WrapperList = ()) -> gym.Env:
+    """One env, inside `wrappers` (the config's env_wrappers, first innermost)."""
+    return wrap(_make_bare_env(env, env_config), wrappers)
+
+
+def _make_bare_env(env: EnvSpec, env_config: dict) -> gym.Env:
     if isinstance(env, str):
         check_env_id(env)
         try:
@@ -63,9 +91,9 @@ def make_single_env(env: EnvSpec, env_config: dict) -> gym.Env:
     return made
 
 
-def env_spaces(env: EnvSpec, env_config: dict) -> tuple[gym.Space, gym.Space]:
-    """(observation_space, action_space) of one env, made and closed."""
-    single = make_single_env(env, env_config)
+def env_spaces(env: EnvSpec, env_config: dict, wrappers: WrapperList = ()) -> tuple[gym.Space, gym.Space]:
+    """(observation_space, action_space) of one env with its wrappers, made and closed."""
+    single = make_single_env(env, env_config, wrappers)
     try:
         return single.observation_space, single.action_space
     finally:
@@ -73,19 +101,19 @@ def env_spaces(env: EnvSpec, env_config: dict) -> tuple[gym.Space, gym.Space]:
 
 
 def make_vector_env(
-    env: EnvSpec, env_config: dict, num_envs: int, num_threads: int = 0
+    env: EnvSpec, env_config: dict, num_envs: int, num_threads: int = 0, wrappers: WrapperList = ()
 ) -> gym.vector.VectorEnv:
-    """num_envs copies stepped together: the env's own `vector_entry_point` when it has one
-    (CartPole: ~460k steps/s x16 here, against ~139k for a sync loop), else a SyncVectorEnv;
-    with num_threads > 0 a ThreadedVectorEnv, for envs whose step blocks on I/O."""
+    """num_envs copies stepped together: the env's own `vector_entry_point` when it has one and there are no
+    wrappers (CartPole: ~460k steps/s x16 here, against ~139k for a sync loop), else a SyncVectorEnv of
+    wrapped envs; with num_threads > 0 a ThreadedVectorEnv, for envs whose step blocks on I/O."""
+    fns: list[Callable[[], gym.Env]] = [lambda: make_single_env(env, env_config, wrappers)] * num_envs
     if num_threads > 0:
         from relayrl.envs.threaded import ThreadedVectorEnv
 
-        return ThreadedVectorEnv([lambda: make_single_env(env, env_config)] * num_envs, num_threads)
-    if isinstance(env, str):
+        return ThreadedVectorEnv(fns, num_threads)
+    if isinstance(env, str) and not wrappers:
         check_env_id(env)
         return gym.make_vec(env, num_envs=num_envs, **env_config)
-    fns: list[Callable[[], gym.Env]] = [lambda: make_single_env(env, env_config)] * num_envs
     return gym.vector.SyncVectorEnv(fns)
 
 
