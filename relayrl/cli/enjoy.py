@@ -25,6 +25,7 @@ from relayrl.cli.persist import (
     load_checkpoint,
     saved_model_env,
 )
+from relayrl.extras import install_hint
 
 Act = Callable[[Any], Any]  # one observation -> one env action
 
@@ -122,7 +123,7 @@ def _make_env(env: Any, env_config: dict, wrappers: list, mode: str | None, vide
         )
     except gym.error.DependencyNotInstalled:
         made.close()
-        raise ValueError("--video needs moviepy: pip install 'relayrl[video]'") from None
+        raise ValueError(f"--video {install_hint('video')}") from None
 
 
 def play(act: Act, env, episodes: int, seed: int | None) -> list[tuple[float, int]]:

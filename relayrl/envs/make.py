@@ -16,6 +16,7 @@ import gymnasium as gym
 
 from relayrl.envs.user_code import import_user_module
 from relayrl.envs.wrappers import WrapperList, wrap
+from relayrl.extras import MissingExtraError, extra_for, install_hint
 
 # a str id ('CartPole-v1', or 'module:EnvId': module imported first) or a callable(env_config) -> gym.Env
 EnvSpec = Any
@@ -60,6 +61,8 @@ def check_env_id(env_id: str) -> None:
     except gym.error.Error as exc:
         close = difflib.get_close_matches(name, list(gym.registry), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
+        if name.startswith("ALE/") and name == env_id:  # gymnasium 1.x registers Atari ids only via ale_py
+            hint = f"; Atari ids are registered by ale_py: use 'ale_py:{name}' (the 'atari' extra)"
         imported = f" (module {env_id.partition(':')[0]!r} did not register it)" if name != env_id else ""
         raise ValueError(f"unknown environment id {name!r}{imported} ({exc}){hint}") from None
 
@@ -80,6 +83,8 @@ def _make_bare_env(env: EnvSpec, env_config: dict) -> gym.Env:
         check_env_id(env)
         try:
             return gym.make(env, **env_config)
+        except (gym.error.DependencyNotInstalled, ImportError) as exc:  # e.g. Box2D, mujoco: optional extras
+            raise MissingExtraError(f"env {env!r} {_missing_extra(env, exc)}") from None
         except TypeError as exc:  # gymnasium re-raises the env constructor's TypeError for unknown kwargs
             raise ValueError(
                 f"env_config {env_config!r} is not accepted by {env!r}: "
@@ -115,6 +120,14 @@ def make_vector_env(
         check_env_id(env)
         return gym.make_vec(env, num_envs=num_envs, **env_config)
     return gym.vector.SyncVectorEnv(fns)
+
+
+def _missing_extra(env_id: str, exc: BaseException) -> str:
+    """'needs the 'box2d' extra: pip install ...' for an env whose optional package is missing."""
+    entry = str(gym.spec(registry_id(env_id)).entry_point)
+    module = getattr(exc, "name", None) or entry.partition(":")[0]
+    extra = extra_for(module) or next((e for e in ("box2d", "mujoco") if f".{e}." in entry), None)
+    return install_hint(extra) if extra else f"cannot be made: {' '.join(str(exc).split())}"
 
 
 def env_seed(base_seed: int | None, worker_index: int) -> int | None:

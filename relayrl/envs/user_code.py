@@ -14,6 +14,8 @@ import os
 import sys
 from types import ModuleType
 
+from relayrl.extras import MissingExtraError, extra_for, install_hint
+
 HOW_TO_IMPORT = "run relayrl from the folder that holds it, or add that folder to PYTHONPATH"
 
 
@@ -29,6 +31,9 @@ def import_user_module(module: str, what: str) -> ModuleType:
         return importlib.import_module(module)
     except ImportError as exc:
         missing = getattr(exc, "name", None)
+        extra = extra_for(missing)
+        if extra is not None:  # e.g. 'ale_py:ALE/Pong-v5' without ale_py
+            raise MissingExtraError(f"{what} {install_hint(extra)}") from None
         own = missing is not None and module.split(".")[0] == missing.split(".")[0]
         hint = f"; {HOW_TO_IMPORT}" if own else ""
         raise ValueError(f"{what}: cannot import {module!r} ({exc}){hint}") from None

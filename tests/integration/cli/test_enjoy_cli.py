@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import sys
 
 import pytest
 
@@ -74,6 +75,12 @@ def test_enjoy_a_saved_model_records_a_video_of_each_episode(trained, capsys, tm
     assert code == 0 and len(episodes(out)) == 2
     videos = sorted(p for p in os.listdir(tmp_path / "v") if p.endswith(".mp4"))
     assert len(videos) == 2 and all(os.path.getsize(tmp_path / "v" / v) > 1000 for v in videos)
+
+
+def test_video_without_moviepy_names_the_video_extra(trained, capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "moviepy", None)  # `import moviepy` raises ImportError, as if missing
+    argv = ["enjoy", str(trained / "sm"), "--video", str(tmp_path / "v")]
+    one_line_refusal(capsys, argv, "--video needs the 'video' extra: pip install 'relayrl[video]'")
 
 
 def test_a_saved_model_records_its_env_and_is_evaluated_on_it(trained, capsys):
