@@ -69,9 +69,17 @@ def test_enjoy_a_checkpoint_prints_each_episode_and_the_mean(trained, capsys):
 
 
 def test_enjoy_a_saved_model_records_a_video_of_each_episode(trained, capsys, tmp_path):
-    code, out, _ = run(
-        capsys, "enjoy", str(trained / "sm"), "--episodes", "2", "--video", str(tmp_path / "v")
-    )
+    argv = [
+        "enjoy",
+        str(trained / "sm"),
+        "--env",
+        "CartPole-v1",
+        "--episodes",
+        "2",
+        "--video",
+        str(tmp_path / "v"),
+    ]
+    code, out, _ = run(capsys, *argv)
     assert code == 0 and len(episodes(out)) == 2
     videos = sorted(p for p in os.listdir(tmp_path / "v") if p.endswith(".mp4"))
     assert len(videos) == 2 and all(os.path.getsize(tmp_path / "v" / v) > 1000 for v in videos)
@@ -79,7 +87,7 @@ def test_enjoy_a_saved_model_records_a_video_of_each_episode(trained, capsys, tm
 
 def test_video_without_moviepy_names_the_video_extra(trained, capsys, tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "moviepy", None)  # `import moviepy` raises ImportError, as if missing
-    argv = ["enjoy", str(trained / "sm"), "--video", str(tmp_path / "v")]
+    argv = ["enjoy", str(trained / "sm"), "--env", "CartPole-v1", "--video", str(tmp_path / "v")]
     one_line_refusal(capsys, argv, "--video needs the 'video' extra: pip install 'relayrl[video]'")
 
 
@@ -155,8 +163,14 @@ EVIL = "import pathlib; pathlib.Path('IMPORTED').write_text('ran')\n"
         (lambda m: json.dumps({**m, "env": "callable:evil_mod:f"}), "is a Python callable"),
         (lambda m: json.dumps({**m, "env": 7}), "allowed: an env id or null"),
         (lambda m: json.dumps({**m, "env_config": [1]}), "env_config is invalid"),
-        (lambda m: json.dumps({**m, "env_wrappers": [{"wrapper": "evil_mod:W"}]}), "code of your own"),
-        (lambda m: json.dumps({**m, "env_wrappers": [{"wrapper": "RecordVideo"}]}), "writes files"),
+        (
+            lambda m: json.dumps({**m, "env": "CartPole-v1", "env_wrappers": [{"wrapper": "evil_mod:W"}]}),
+            "code of your own",
+        ),
+        (
+            lambda m: json.dumps({**m, "env": "CartPole-v1", "env_wrappers": [{"wrapper": "RecordVideo"}]}),
+            "writes files",
+        ),
         (lambda m: json.dumps({**m, "action_space": "Discrete(2)"}), "action_space is missing"),
     ],
 )
