@@ -67,10 +67,15 @@ def check_env_id(env_id: str) -> None:
         raise ValueError(f"unknown environment id {name!r}{imported} ({exc}){hint}") from None
 
 
-def env_spec(env_id: str) -> gym.envs.registration.EnvSpec:
-    """gymnasium's spec of a checked id, 'module:EnvId' included (gym.spec does not import the module)."""
-    check_env_id(env_id)
-    return gym.spec(registry_id(env_id))
+def reward_threshold(env: EnvSpec) -> float | None:
+    """The env's reward_threshold when it is an id gymnasium has registered ('module:EnvId' once its module
+    is imported), else None. Imports nothing, so it is safe on an id read from a file."""
+    if not isinstance(env, str):
+        return None
+    try:
+        return gym.spec(env.rpartition(":")[2]).reward_threshold
+    except gym.error.Error:
+        return None
 
 
 def make_single_env(env: EnvSpec, env_config: dict, wrappers: WrapperList = ()) -> gym.Env:

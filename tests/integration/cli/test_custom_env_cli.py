@@ -60,9 +60,10 @@ def test_train_a_module_env_from_its_folder(env_folder, workers):
 
 
 def test_without_stop_flags_the_module_envs_threshold_is_used(env_folder):
+    # the threshold (4.0) is reached in seconds; without it the run would go on to a million steps
     proc = relayrl(
         env_folder, "train", "ppo", "goright:GoRight-v0", "--logdir", str(env_folder / "log"), "--json",
-        "--quiet", "--set", "train_batch_size=256", "--set", "lr=0.01",
+        "--quiet", "--set", "train_batch_size=256", "--set", "lr=0.01", timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.strip().splitlines()[-1])["episode_reward_mean"] >= 4.0

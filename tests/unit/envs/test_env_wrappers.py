@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from relayrl.core.knobs import DEFAULT_MODEL
-from relayrl.envs.make import check_env_id, env_spaces, env_spec, make_single_env, make_vector_env
+from relayrl.envs.make import check_env_id, env_spaces, make_single_env, make_vector_env, reward_threshold
 from relayrl.envs.wrappers import check_data_wrappers
 from relayrl.models import networks
 
@@ -110,8 +110,9 @@ def env_module(tmp_path, monkeypatch):
 
 
 def test_module_env_id_imports_the_module_from_the_current_folder(env_module):
+    assert reward_threshold(f"{env_module}:TinyUnit-v0") is None  # looking it up imports nothing
     check_env_id(f"{env_module}:TinyUnit-v0")
-    assert env_spec(f"{env_module}:TinyUnit-v0").reward_threshold == 12.5
+    assert reward_threshold(f"{env_module}:TinyUnit-v0") == 12.5
     env = make_single_env(f"{env_module}:TinyUnit-v0", {})
     assert env.observation_space.shape == (4,)
     env.close()
