@@ -186,3 +186,24 @@ def test_hostile_metadata_is_refused_in_one_line_and_imports_nothing(
     for command in ("evaluate", "enjoy"):
         one_line_refusal(capsys, [command, str(model)], fragment)
     assert not (tmp_path / "IMPORTED").exists()
+
+
+def test_a_custom_model_checkpoint_needs_its_class_from_the_flag(capsys, tmp_path):
+    from relayrl import PPOConfig
+
+    model = "tests.helpers.custom_models:PolicyValueNet"
+    config = (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .rollouts(num_envs_per_worker=2)
+        .training(model={"custom_model": model}, train_batch_size=64, sgd_minibatch_size=32, num_sgd_iter=1)
+    )
+    with config.build() as algo:
+        algo.train()
+        algo.save(str(tmp_path / "ckpt"))
+    one_line_refusal(capsys, ["enjoy", str(tmp_path / "ckpt")], "names a Python class")
+    code, out, _ = run(capsys, "enjoy", str(tmp_path / "ckpt"), "--episodes", "2", "--custom-model", model)
+    assert code == 0 and len(episodes(out)) == 2
+    argv = ["evaluate", str(tmp_path / "ckpt"), "--episodes", "2", "--custom-model", model, "--json"]
+    code, out, _ = run(capsys, *argv)
+    assert code == 0 and json.loads(out)["episodes"] == 2
