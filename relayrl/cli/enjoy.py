@@ -124,6 +124,9 @@ def _make_env(env: Any, env_config: dict, wrappers: list, mode: str | None, vide
     except gym.error.DependencyNotInstalled:
         made.close()
         raise ValueError(f"--video {install_hint('video')}") from None
+    except OSError as exc:  # e.g. DIR is a file, or not writable
+        made.close()
+        raise ValueError(f"--video {video_dir}: {exc.strerror or exc}") from None
 
 
 def play(act: Act, env, episodes: int, seed: int | None) -> list[tuple[float, int]]:

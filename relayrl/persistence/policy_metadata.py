@@ -143,6 +143,8 @@ def recorded_env(metadata: PolicyMetadata | None, export_dir: str) -> tuple[str,
     try:
         env = registered_env_id(metadata.env)
         check_data_wrappers(metadata.env_wrappers)
+        if "render_mode" in metadata.env_config:  # a window, or frames nobody asked for: the caller's choice
+            raise ValueError("env_config.render_mode is not taken from a saved file")
     except ValueError as exc:
         raise ValueError(f"{export_dir}/{METADATA_FILE}: {exc}") from None
     return env, dict(metadata.env_config), list(metadata.env_wrappers)

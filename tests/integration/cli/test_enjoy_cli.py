@@ -126,6 +126,7 @@ def test_a_saved_model_from_before_needs_env_and_is_checked_against_its_signatur
         (["--render", "--video", "x"], "--render and --video: choose one"),
         (["--render"], "--render needs a display"),
         (["--custom-model", "json:JSONDecoder"], "only for a checkpoint"),
+        (["--env", "CartPole-v1", "--video", os.devnull], "--video /dev/null: File exists"),
     ],
 )
 def test_flags_that_cannot_be_honoured_are_one_line(trained, capsys, monkeypatch, argv, fragment):
@@ -163,6 +164,10 @@ EVIL = "import pathlib; pathlib.Path('IMPORTED').write_text('ran')\n"
         (lambda m: json.dumps({**m, "env": "callable:evil_mod:f"}), "is a Python callable"),
         (lambda m: json.dumps({**m, "env": 7}), "allowed: an env id or null"),
         (lambda m: json.dumps({**m, "env_config": [1]}), "env_config is invalid"),
+        (
+            lambda m: json.dumps({**m, "env": "CartPole-v1", "env_config": {"render_mode": "human"}}),
+            "render_mode is not taken",
+        ),
         (
             lambda m: json.dumps({**m, "env": "CartPole-v1", "env_wrappers": [{"wrapper": "evil_mod:W"}]}),
             "code of your own",
