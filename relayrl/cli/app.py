@@ -11,7 +11,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from relayrl.cli import listing, persist, plot, scale, serve, train, tune
+from relayrl.cli import enjoy, listing, persist, plot, scale, serve, train, tune
 from relayrl.cli.common import EXIT_BAD_INPUT
 from relayrl.core import logs
 
@@ -24,7 +24,7 @@ class _Parser(argparse.ArgumentParser):
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="relayrl", description="Distributed deep RL with TensorFlow and Ray")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for command in (train, scale, serve, persist, plot, tune, listing):
+    for command in (train, scale, serve, persist, enjoy, plot, tune, listing):
         command.register(sub)
     for command in sub.choices.values():  # `relayrl tune` has its own --verbose LEVEL (Tune's output)
         if not any("--verbose" in action.option_strings for action in command._actions):

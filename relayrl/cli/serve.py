@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import os
 import signal
@@ -100,7 +99,7 @@ def _build_config(args: argparse.Namespace):
     from relayrl.cli.common import parse_set
     from relayrl.core import tuned
     from relayrl.core.config_io import resolve_callable
-    from relayrl.envs.make import check_env_id
+    from relayrl.envs.make import check_env_id, registry_id
 
     if args.algo not in SERVABLE:
         kind = "cannot serve" if args.algo in REGISTRY else "unknown algorithm"
@@ -109,16 +108,10 @@ def _build_config(args: argparse.Namespace):
         )
     if args.port < 0 or args.port > 65535:
         raise ValueError(f"--port {args.port}: allowed 0..65535")
-    module, _, env_id = args.env.rpartition(":")
-    if module:  # module:EnvId, gymnasium's convention: the module registers the env when imported
-        try:
-            importlib.import_module(module)
-        except ImportError as exc:
-            raise ValueError(f"--env {args.env!r}: cannot import {module!r} ({exc})") from None
+    check_env_id(args.env)  # 'module:EnvId' imports module (a command line is trusted input)
     codec = resolve_callable(args.codec)() if args.codec else None
-    check_env_id(env_id)
-    config = config_class(args.algo)().environment(env_id)
-    config.update_from_dict(tuned.load(args.algo, env_id)[0])
+    config = config_class(args.algo)().environment(args.env)
+    config.update_from_dict(tuned.load(args.algo, registry_id(args.env))[0])
     if args.config:
         from relayrl.core import yaml_io
 

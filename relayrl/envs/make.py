@@ -14,7 +14,12 @@ from typing import Any
 
 import gymnasium as gym
 
-EnvSpec = Any  # str id or callable(env_config) -> gym.Env
+from relayrl.envs.user_code import import_user_module
+from relayrl.envs.wrappers import WrapperList, wrap
+from relayrl.extras import MissingExtraError, extra_for, install_hint
+
+# a str id ('CartPole-v1', or 'module:EnvId': module imported first) or a callable(env_config) -> gym.Env
+EnvSpec = Any
 
 
 class SlowCartPole(gym.Wrapper):
@@ -37,21 +42,54 @@ gym.register(
 )
 
 
+def registry_id(env_id: str) -> str:
+    """The id to look up in gymnasium's registry: 'module:EnvId' (gymnasium's convention: importing module
+    registers EnvId) -> 'EnvId' once module is imported. Trusted input only (your code, config files and
+    command lines): a checkpoint's or a SavedModel's env id never reaches here with a module in it."""
+    module, sep, name = env_id.partition(":")
+    if sep:
+        import_user_module(module, f"env {env_id!r}")
+    return name if sep else env_id
+
+
 def check_env_id(env_id: str) -> None:
-    """Raise ValueError for an id gymnasium does not know, with the closest registered ids."""
+    """Raise ValueError for an id gymnasium does not know, with the closest registered ids. 'module:EnvId'
+    imports module first (see registry_id)."""
+    name = registry_id(env_id)
     try:
-        gym.spec(env_id)
+        gym.spec(name)
     except gym.error.Error as exc:
-        close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
+        close = difflib.get_close_matches(name, list(gym.registry), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        raise ValueError(f"unknown environment id {env_id!r} ({exc}){hint}") from None
+        if name.startswith("ALE/") and name == env_id:  # gymnasium 1.x registers Atari ids only via ale_py
+            hint = f"; Atari ids are registered by ale_py: use 'ale_py:{name}' (the 'atari' extra)"
+        imported = f" (module {env_id.partition(':')[0]!r} did not register it)" if name != env_id else ""
+        raise ValueError(f"unknown environment id {name!r}{imported} ({exc}){hint}") from None
 
 
-def make_single_env(env: EnvSpec, env_config: dict) -> gym.Env:
+def reward_threshold(env: EnvSpec) -> float | None:
+    """The env's reward_threshold when it is an id gymnasium has registered ('module:EnvId' once its module
+    is imported), else None. Imports nothing, so it is safe on an id read from a file."""
+    if not isinstance(env, str):
+        return None
+    try:
+        return gym.spec(env.rpartition(":")[2]).reward_threshold
+    except gym.error.Error:
+        return None
+
+
+def make_single_env(env: EnvSpec, env_config: dict, wrappers: WrapperList = ()) -> gym.Env:
+    """One env, inside `wrappers` (the config's env_wrappers, first innermost)."""
+    return wrap(_make_bare_env(env, env_config), wrappers)
+
+
+def _make_bare_env(env: EnvSpec, env_config: dict) -> gym.Env:
     if isinstance(env, str):
         check_env_id(env)
         try:
             return gym.make(env, **env_config)
+        except (gym.error.DependencyNotInstalled, ImportError) as exc:  # e.g. Box2D, mujoco: optional extras
+            raise MissingExtraError(f"env {env!r} {_missing_extra(env, exc)}") from None
         except TypeError as exc:  # gymnasium re-raises the env constructor's TypeError for unknown kwargs
             raise ValueError(
                 f"env_config {env_config!r} is not accepted by {env!r}: "
@@ -63,9 +101,9 @@ def make_single_env(env: EnvSpec, env_config: dict) -> gym.Env:
     return made
 
 
-def env_spaces(env: EnvSpec, env_config: dict) -> tuple[gym.Space, gym.Space]:
-    """(observation_space, action_space) of one env, made and closed."""
-    single = make_single_env(env, env_config)
+def env_spaces(env: EnvSpec, env_config: dict, wrappers: WrapperList = ()) -> tuple[gym.Space, gym.Space]:
+    """(observation_space, action_space) of one env with its wrappers, made and closed."""
+    single = make_single_env(env, env_config, wrappers)
     try:
         return single.observation_space, single.action_space
     finally:
@@ -73,20 +111,28 @@ def env_spaces(env: EnvSpec, env_config: dict) -> tuple[gym.Space, gym.Space]:
 
 
 def make_vector_env(
-    env: EnvSpec, env_config: dict, num_envs: int, num_threads: int = 0
+    env: EnvSpec, env_config: dict, num_envs: int, num_threads: int = 0, wrappers: WrapperList = ()
 ) -> gym.vector.VectorEnv:
-    """num_envs copies stepped together: the env's own `vector_entry_point` when it has one
-    (CartPole: ~460k steps/s x16 here, against ~139k for a sync loop), else a SyncVectorEnv;
-    with num_threads > 0 a ThreadedVectorEnv, for envs whose step blocks on I/O."""
+    """num_envs copies stepped together: the env's own `vector_entry_point` when it has one and there are no
+    wrappers (CartPole: ~460k steps/s x16 here, against ~139k for a sync loop), else a SyncVectorEnv of
+    wrapped envs; with num_threads > 0 a ThreadedVectorEnv, for envs whose step blocks on I/O."""
+    fns: list[Callable[[], gym.Env]] = [lambda: make_single_env(env, env_config, wrappers)] * num_envs
     if num_threads > 0:
         from relayrl.envs.threaded import ThreadedVectorEnv
 
-        return ThreadedVectorEnv([lambda: make_single_env(env, env_config)] * num_envs, num_threads)
-    if isinstance(env, str):
+        return ThreadedVectorEnv(fns, num_threads)
+    if isinstance(env, str) and not wrappers:
         check_env_id(env)
         return gym.make_vec(env, num_envs=num_envs, **env_config)
-    fns: list[Callable[[], gym.Env]] = [lambda: make_single_env(env, env_config)] * num_envs
     return gym.vector.SyncVectorEnv(fns)
+
+
+def _missing_extra(env_id: str, exc: BaseException) -> str:
+    """'needs the 'box2d' extra: pip install ...' for an env whose optional package is missing."""
+    entry = str(gym.spec(registry_id(env_id)).entry_point)
+    module = getattr(exc, "name", None) or entry.partition(":")[0]
+    extra = extra_for(module) or next((e for e in ("box2d", "mujoco") if f".{e}." in entry), None)
+    return install_hint(extra) if extra else f"cannot be made: {' '.join(str(exc).split())}"
 
 
 def env_seed(base_seed: int | None, worker_index: int) -> int | None:

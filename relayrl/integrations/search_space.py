@@ -187,7 +187,11 @@ def check_search(
     perturbation_interval: int,
     metric: str = "episode_reward_mean",
 ) -> None:
-    """Everything about a search that can be wrong, checked before Ray starts (ValueError naming it)."""
+    """Everything about a search that can be wrong, checked before Ray starts (ValueError naming it), Ray
+    Tune being installed included."""
+    from relayrl.extras import require
+
+    require("ray.tune", "a Ray Tune search")
     if not specs:
         raise ValueError(
             "nothing to search: give at least one --search KEY=KIND(ARGS), e.g. lr=loguniform(1e-4,1e-2)"

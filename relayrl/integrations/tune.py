@@ -63,7 +63,9 @@ def build_config(algo_name: str, base: dict[str, Any], trial_config: dict[str, A
 
 def trainable(base: str | type[Config] | Config) -> type:
     """A tune.Trainable class that trains `base`'s algorithm with each trial's fields laid over `base`."""
-    from ray import tune
+    from relayrl.extras import require
+
+    tune = require("ray.tune", "relayrl.integrations.tune.trainable")
 
     base = base_config(base)
     base_dict, algo_name = base.to_dict(), base.algo_name
@@ -187,7 +189,9 @@ def run_search(
     """Run a Tune search over `search` (expressions like 'lr=loguniform(1e-4,1e-2)') on the embedded Ray
     (or base.address), every trial checkpointed at its end; returns the trials and the best one by
     `metric` at each trial's last result."""
-    from ray import tune
+    from relayrl.extras import require
+
+    tune = require("ray.tune", "a Ray Tune search")
 
     from relayrl.runtime.cluster import init_ray
 

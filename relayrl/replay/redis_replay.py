@@ -63,7 +63,9 @@ def connect(address: str, password: str | None, db: int = 0, timeout_s: float = 
     if the server is unreachable, silent or refuses the password. The client itself never retries:
     RedisReplay retries whole operations, which it can make safe to repeat (a pipeline retried inside
     redis-py after a lost reply would run twice)."""
-    import redis
+    from relayrl.extras import require
+
+    redis = require("redis", "replay_backend = 'redis'")
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 
@@ -107,8 +109,9 @@ class RedisReplay:
         timeout_s: float = 5.0,
         deadline_s: float = 30.0,
     ):
-        import redis
+        from relayrl.extras import require
 
+        redis = require("redis", "replay_backend = 'redis'")
         self.address, self._password = address, password
         self.client = connect(address, password, timeout_s=timeout_s)
         self.deadline_s = deadline_s
