@@ -130,6 +130,7 @@ class Algorithm(CheckpointState, PolicyExports, PolicyActions):
         return SamplerSettings(
             env=c.env,
             env_config=c.env_config,
+            env_wrappers=c.env_wrappers,
             num_envs=c.num_envs_per_worker,
             fragment_length=c.resolved_fragment_length(),
             spec=self.spec,

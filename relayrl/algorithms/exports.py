@@ -39,7 +39,7 @@ class PolicyExports:
 
         self._check_weights_finite("export")
         return export_saved_model(
-            self.export_model(), self.spec, self.obs_space, self.action_space, export_dir
+            self.export_model(), self.spec, self.obs_space, self.action_space, export_dir, self.config
         )
 
     def export_tflite(self, path: str, quantize: str = "none") -> str:

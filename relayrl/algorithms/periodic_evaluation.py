@@ -69,6 +69,7 @@ def evaluate_now(
         seed=seed,
         explore=explore,
         exploration=exploration_now(algo) if explore else None,
+        wrappers=c.env_wrappers,
     )
 
 

@@ -48,15 +48,11 @@ def stop_rules(stop: Mapping[str, Any] | None, env: Any = None) -> dict[str, flo
 def default_rules(env: Any) -> dict[str, float]:
     """A million env steps, or fewer when the env (a registered gymnasium id) has a reward_threshold."""
     rules: dict[str, float] = {"timesteps": DEFAULT_TIMESTEPS}
-    if isinstance(env, str):
-        import gymnasium as gym
+    from relayrl.envs.make import reward_threshold
 
-        try:
-            threshold = gym.spec(env).reward_threshold
-        except gym.error.Error:  # an id gymnasium does not know: no threshold to aim for
-            threshold = None
-        if threshold is not None:
-            rules["reward"] = float(threshold)
+    threshold = reward_threshold(env)  # None for an id gymnasium does not know: no threshold to aim for
+    if threshold is not None:
+        rules["reward"] = float(threshold)
     return rules
 
 

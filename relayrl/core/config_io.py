@@ -78,6 +78,10 @@ class ConfigSerialisation:
             raise ValueError(f"{cls.__name__}: unknown key {shown(long_key)}")
         skip = set(supplied) | set(HOST_FIELDS)
         config = cls._from_fields(data, registered_env_id, skip)
+        if "env_wrappers" not in skip:
+            from relayrl.envs.wrappers import check_data_wrappers
+
+            check_data_wrappers(config.env_wrappers)  # gymnasium's own only: nothing is imported
         if "model" not in skip:
             config._set_checked("model", checkpoint_model(config.model, classes or {}))
         return config

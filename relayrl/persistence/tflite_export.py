@@ -85,6 +85,7 @@ def policy_observations(
     seed: int | None = 0,
     num_envs: int = 8,
     explore: dict | None = None,
+    wrappers: list | tuple = (),
 ) -> np.ndarray:
     """`count` raw observations visited by the policy (sampled, exploring actions with the algorithm's
     exploration settings `explore`, e.g. TD3's sigma) on fresh envs."""
@@ -92,7 +93,7 @@ def policy_observations(
     from relayrl.models.networks import preprocess_obs
     from relayrl.models.policy import Policy
 
-    vec = make_vector_env(env, env_config, num_envs)
+    vec = make_vector_env(env, env_config, num_envs, wrappers=wrappers)
     try:
         policy = Policy(spec, action_space, seed=seed, explore=explore)
         policy.set_weights(weights, 0)
@@ -156,7 +157,15 @@ def export_tflite(
 
     def observations(count: int, offset: int) -> np.ndarray:
         return policy_observations(
-            c.env, c.env_config, algo.spec, algo.action_space, weights, count, seed + offset, explore=explore
+            c.env,
+            c.env_config,
+            algo.spec,
+            algo.action_space,
+            weights,
+            count,
+            seed + offset,
+            explore=explore,
+            wrappers=c.env_wrappers,
         )
 
     calibration = observations(calibration_count, 0) if quantize == "int8" else None

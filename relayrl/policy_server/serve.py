@@ -79,10 +79,13 @@ class ServedAlgorithm:
     ):
         config = config.copy()
         config.validate()
-        raw_obs_space, raw_action_space = env_spaces(config.env, config.env_config)
+        raw_obs_space, raw_action_space = env_spaces(config.env, config.env_config, config.env_wrappers)
         net_obs_space, net_action_space = encoded_spaces(raw_obs_space, raw_action_space, codec)
         if (net_obs_space, net_action_space) != (raw_obs_space, raw_action_space):
-            config.environment(lambda _cfg: SpacesOnlyEnv(net_obs_space, net_action_space), env_config={})
+            spaces_only = lambda _cfg: SpacesOnlyEnv(
+                net_obs_space, net_action_space
+            )  # wrappers applied already
+            config.environment(spaces_only, env_config={}, env_wrappers=[])
 
         def episodes_runtime(settings) -> ExternalEpisodes:
             self.episodes = ExternalEpisodes(

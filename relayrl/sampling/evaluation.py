@@ -19,6 +19,7 @@ def evaluate(
     num_envs: int = 16,
     explore: bool = False,
     exploration: dict | None = None,
+    wrappers: list | tuple = (),
 ) -> dict[str, float]:
     """Run exactly num_episodes episodes (deterministic actions unless explore) and summarise their returns.
     `exploration` is Policy.set_explore's argument for explore=True (epsilon-greedy, Gaussian noise): how
@@ -29,7 +30,7 @@ def evaluate(
     num_envs = max(1, min(num_envs, num_episodes))
     quota = np.full(num_envs, num_episodes // num_envs)
     quota[: num_episodes % num_envs] += 1
-    vec = make_vector_env(env, env_config, num_envs)
+    vec = make_vector_env(env, env_config, num_envs, wrappers=wrappers)
     try:
         policy = Policy(spec, vec.single_action_space, seed=seed, explore=exploration if explore else None)
         policy.set_weights(weights, 0)

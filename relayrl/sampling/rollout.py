@@ -12,7 +12,7 @@ import numpy as np
 
 from relayrl.core import ops
 from relayrl.core.types import Fragment
-from relayrl.envs.make import env_name, env_seed, make_vector_env
+from relayrl.envs.make import env_name, env_seed
 from relayrl.models.networks import OBS_CLIP, preprocess_obs
 from relayrl.models.obs_stats import RunningMoments, moments
 from relayrl.models.policy import Policy
@@ -31,9 +31,7 @@ class RolloutWorker:
         self.s = settings
         self.worker_index = worker_index
         self._batch_spec = batch_spec(settings.spec, settings.postprocess)
-        self.env = make_vector_env(
-            settings.env, settings.env_config, settings.num_envs, settings.num_env_threads
-        )
+        self.env = settings.make_envs()
         seed = env_seed(settings.seed, worker_index)
         self.policy = Policy(
             settings.spec,
@@ -124,7 +122,7 @@ class RolloutWorker:
             self.env.close()
         except Exception:  # noqa: BLE001 - the broken env may not even close
             pass
-        self.env = make_vector_env(self.s.env, self.s.env_config, self.s.num_envs, self.s.num_env_threads)
+        self.env = self.s.make_envs()
         seed = env_seed(self.s.seed, self.worker_index)
         raw_obs, _ = self.env.reset(seed=None if seed is None else seed + 100_000 * attempt)
         self.obs = preprocess_obs(self.s.spec, raw_obs)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import gymnasium as gym
 import numpy as np
 
 from relayrl.models.networks import CONTINUOUS_HEADS, ModelSpec
@@ -77,6 +78,15 @@ class SamplerSettings:
     num_env_threads: int = 0  # > 0: a ThreadedVectorEnv keeps that many slow envs stepping at once
     recreate_failed_envs: bool = False  # rebuild the envs in place when one raises (else it propagates)
     scale_rewards: bool = False  # divide rewards by the running std of the discounted return (learning only)
+    env_wrappers: list = field(default_factory=list)  # the config's env_wrappers, applied to each env
+
+    def make_envs(self) -> gym.vector.VectorEnv:
+        """This worker's vector env: num_envs envs, each inside env_wrappers."""
+        from relayrl.envs.make import make_vector_env
+
+        return make_vector_env(
+            self.env, self.env_config, self.num_envs, self.num_env_threads, self.env_wrappers
+        )
 
 
 def batch_spec(spec: ModelSpec, postprocess: Postprocess = "gae") -> dict[str, tuple[tuple, type]]:
