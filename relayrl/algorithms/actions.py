@@ -34,6 +34,14 @@ def checked_obs_batch(obs_batch: Any, space: gym.Space, spec: networks.ModelSpec
     return batch
 
 
+def _rectangular(obs: list | tuple) -> bool:
+    try:
+        np.asarray(obs, dtype=float)
+        return True
+    except (ValueError, TypeError):
+        return False
+
+
 class PolicyActions:
     """Mixed into Algorithm: compute_actions / compute_single_action with the current weights (a Policy on
     this process, refreshed when the weights change), the bounds applied as the env would get them."""
@@ -68,5 +76,11 @@ class PolicyActions:
 
     def compute_single_action(self, obs: Any, explore: bool = False) -> Any:
         """The env action for one observation: an int for Discrete actions, an array otherwise."""
-        action = self.compute_actions([obs], explore)[0]
+        one = np.asarray(obs) if not isinstance(obs, (list, tuple)) or _rectangular(obs) else None
+        if one is None or (self.spec.obs_kind != "discrete" and one.shape != self.obs_space.shape):
+            raise ValueError(
+                f"observation of shape {None if one is None else one.shape} is invalid: allowed: one "
+                f"observation of the env, shape {self.obs_space.shape} (a batch: compute_actions)"
+            )
+        action = self.compute_actions(one[None], explore)[0]
         return int(action) if isinstance(self.action_space, gym.spaces.Discrete) else action

@@ -188,7 +188,8 @@ def diagnose(facts: RunFacts, syntax: str = "cli") -> str:
     shares = f"sampling {sample:.0%}, learning {learn:.0%}, weight sync {sync:.0%}"
     if facts.iterations < MIN_ITERATIONS or facts.training_s < MIN_SECONDS:
         return (
-            f"too short to diagnose ({facts.iterations} iterations, {facts.training_s:.1f} s of training; "
+            f"too short to diagnose ({facts.iterations} iteration{'' if facts.iterations == 1 else 's'}, "
+            f"{facts.training_s:.1f} s of training; "
             f"needs {MIN_ITERATIONS} and {MIN_SECONDS:.0f} s): {shares}"
         )
     f = facts.fields

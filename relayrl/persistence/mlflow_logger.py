@@ -27,6 +27,26 @@ BATCH = 100  # MLflow takes at most 100 params (1000 metrics) per log_batch
 log = logging.getLogger(__name__)
 
 
+def check_server_reachable(tracking_uri: str, scheme: str, timeout_s: float = 5.0) -> None:
+    """An http(s) tracking server that does not accept a connection is refused in one line now: MLflow's own
+    client would retry it for minutes (7 retries, exponential backoff) before the first iteration."""
+    if scheme not in ("http", "https"):
+        return
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(tracking_uri)
+    port = parts.port or (443 if scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "", port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        raise ValueError(
+            f"mlflow_tracking_uri ({scheme}): no MLflow server answers at port {port} "
+            f"({exc.strerror or exc}); allowed: the URI of a running tracking server, or leave it unset"
+        ) from None
+
+
 def _param_value(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
     return text[:MAX_PARAM_CHARS]
@@ -45,6 +65,7 @@ class MLflowLogger:
                 f"(pip install 'relayrl[{EXTRA}]') or leave mlflow_tracking_uri unset"
             ) from None
         scheme = tracking_uri.partition(":")[0] if ":" in tracking_uri else "a local path"
+        check_server_reachable(tracking_uri, scheme)
         try:
             self.client = MlflowClient(tracking_uri=tracking_uri)
             found = self.client.get_experiment_by_name(experiment)

@@ -100,7 +100,7 @@ def test_ragged_observations_are_refused(dqn):
 )
 def test_hostile_observations_are_refused_in_one_line(dqn, obs):
     call = dqn.compute_actions if obs.ndim == 2 else dqn.compute_single_action
-    with pytest.raises(ValueError, match=r"allowed: a batch of finite arrays of shape \(4,\)") as info:
+    with pytest.raises(ValueError, match=r"allowed: .*shape \(4,\)") as info:
         call(obs)
     assert "\n" not in str(info.value)
 
@@ -152,5 +152,5 @@ def test_image_observations_through_a_conv_policy():
         actions = algo.compute_actions(obs)
         assert actions.shape == (5,) and set(actions.tolist()) <= {0, 1}
         assert algo.compute_single_action(obs[0]) == actions[0]
-        with pytest.raises(ValueError, match=r"allowed: a batch of finite arrays of shape \(16, 16, 3\)"):
+        with pytest.raises(ValueError, match=r"allowed: one observation of the env, shape \(16, 16, 3\)"):
             algo.compute_single_action(obs[0, :8])

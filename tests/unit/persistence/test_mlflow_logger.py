@@ -62,3 +62,18 @@ def test_a_uri_mlflow_refuses_is_one_line_without_the_uri(tmp_path):
     with pytest.raises(ValueError, match=r"mlflow_tracking_uri \(nosuch\).*allowed: a tracking URI") as info:
         ppo("nosuch://user:secret@host/x").build()
     assert "\n" not in str(info.value) and "secret" not in str(info.value)
+
+
+def test_a_tracking_server_that_does_not_answer_is_refused_at_once(tmp_path):
+    """MLflow's client would retry a dead server for minutes before the first iteration."""
+    import socket
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens there once closed
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=rf"no MLflow server answers at port {port}") as info:
+        ppo(f"http://user:secret@127.0.0.1:{port}").build()
+    assert time.monotonic() - start < 30
+    assert "\n" not in str(info.value) and "secret" not in str(info.value)
