@@ -49,6 +49,9 @@ class NamespaceCluster:
         self.root = f"/tmp/{tag}"  # short: Ray's unix socket paths under it must stay within 107 bytes
         # token auth on every node and client: Ray's `ray start` cluster requires it (~/.ray/auth_token)
         self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
+        # an embedded Ray started earlier in this process (relayrl's init_ray) switched multi-node off for its
+        # own children through this variable: these nodes must not inherit that
+        self.env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
 
     # ------------------------------------------------------------------ lifecycle
     def __enter__(self) -> NamespaceCluster:

@@ -118,7 +118,7 @@ def test_learner_settings_that_cannot_apply_are_refused(name, field, value, allo
 
 @pytest.mark.parametrize("name", ["dqn", "apex"])
 def test_prioritized_replay_refuses_a_learner_actor(name):
-    config = config_class(name)().environment("CartPole-v1").rollouts(num_rollout_workers=1)
+    config = config_class(name)().environment("CartPole-v1").rollouts(num_rollout_workers=2)
     config.update_from_dict({"prioritized_replay": True, "learner_placement": "actor"})
     with pytest.raises(
         ValueError, match=r"\.learner_placement = 'actor' is invalid: allowed: 'driver' \(prior"
