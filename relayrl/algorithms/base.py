@@ -126,24 +126,7 @@ class Algorithm(CheckpointState, PolicyExports, PolicyActions):
 
     def sampler_settings(self) -> SamplerSettings:
         """What every worker is built with: the config's env and rollout fields, and worker_sampling()."""
-        c, sampling = self.config, self.worker_sampling()
-        return SamplerSettings(
-            env=c.env,
-            env_config=c.env_config,
-            env_wrappers=c.env_wrappers,
-            num_envs=c.num_envs_per_worker,
-            fragment_length=c.resolved_fragment_length(),
-            spec=self.spec,
-            gamma=c.gamma,
-            lambda_=sampling.lambda_,
-            seed=c.seed,
-            postprocess=sampling.postprocess,
-            n_step=sampling.n_step,
-            explore=sampling.explore,
-            num_env_threads=c.num_env_threads,
-            recreate_failed_envs=c.recreate_failed_envs,
-            scale_rewards=sampling.scale_rewards,
-        )
+        return SamplerSettings.from_config(self.config, self.spec, self.worker_sampling())
 
     def worker_sampling(self) -> Sampling:
         """The rows this algorithm's workers send and how they explore (default: GAE rows, lambda 1)."""

@@ -124,7 +124,7 @@ def fail(code: int, message: str) -> int:
     return code
 
 
-DICT_FIELDS = ("model", "env_config")  # mappings: `--set FIELD.KEY=VALUE` sets one key
+DICT_FIELDS = ("model", "env_config", "atari")  # mappings: `--set FIELD.KEY=VALUE` sets one key
 
 
 def parse_set(items: list[str]) -> dict[str, Any]:
@@ -150,7 +150,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
         name, dot, sub = key.partition(".")
         if dot and (name not in DICT_FIELDS or not sub):
             raise ValueError(
-                f"invalid --set {shown!r}: only {' and '.join(DICT_FIELDS)} take a dotted key "
+                f"invalid --set {shown!r}: only {', '.join(DICT_FIELDS)} take a dotted key "
                 f"(e.g. --set model.fcnet_hiddens=[32,32])"
             )
         if name in DICT_FIELDS:

@@ -198,16 +198,18 @@ def schedule() -> Check:
     return check
 
 
-def model(key_checks: dict[str, Check]) -> Check:
+def model(key_checks: dict[str, Check], name: str = "model") -> Check:
+    """A mapping whose keys are among key_checks' and whose values pass their checks (model, atari)."""
+
     def check(v: Any) -> str | None:
         if not isinstance(v, dict):
             return "allowed: a mapping with keys " + ", ".join(key_checks)
         for key, value in v.items():
             if key not in key_checks:
-                return f"unknown model key {key!r}; allowed keys: " + ", ".join(key_checks)
+                return f"unknown {name} key {key!r}; allowed keys: " + ", ".join(key_checks)
             problem = key_checks[key](value)
             if problem is not None:
-                return f"model[{key!r}] = {value!r}: {problem}"
+                return f"{name}[{key!r}] = {value!r}: {problem}"
         return None
 
     return check

@@ -17,33 +17,25 @@ from typing import Any, ClassVar
 
 from relayrl.core import checks as C
 from relayrl.core.config_io import ConfigSerialisation
-from relayrl.core.knobs import DEFAULT_MODEL, MODEL_CHECKS, SECRET_FIELDS, knob, merge_model, unknown_key
+from relayrl.core.env_fields import EnvironmentFields
+from relayrl.core.knobs import (
+    DEFAULT_MODEL,
+    MODEL_CHECKS,
+    SECRET_FIELDS,
+    knob,
+    merge_atari,
+    merge_model,
+    unknown_key,
+)
 
 
 @dataclass
-class Config(ConfigSerialisation):
+class Config(EnvironmentFields, ConfigSerialisation):
     """Fields every algorithm shares. Subclasses add their own and set `algo_name`."""
 
     algo_name: ClassVar[str] = ""
     algorithm_class: ClassVar[Any] = None  # set by the Algorithm subclass that declares `config_class = ...`
 
-    # --- environment
-    env: Any = knob(
-        None, "environment", C.env_spec(), "gymnasium id, or a callable f(env_config) -> gymnasium.Env"
-    )
-    env_config: dict = knob(
-        {},
-        "environment",
-        C.mapping(),
-        "keyword arguments for the env (gym.make kwargs or the callable's argument)",
-    )
-    env_wrappers: list = knob(
-        [],
-        "environment",
-        C.wrapper_list(),
-        "gymnasium wrappers applied to each env, innermost first: [{'wrapper': NAME, 'kwargs': {...}}], "
-        "NAME a gymnasium.wrappers class (e.g. 'ClipReward') or 'package.module:Class' of your own",
-    )
     # --- rollouts
     num_rollout_workers: int = knob(
         0, "rollouts", C.integer(0), "Ray rollout worker actors; 0 samples in the driver with no Ray"
@@ -57,6 +49,13 @@ class Config(ConfigSerialisation):
         C.integer(0),
         "0 = step each worker's envs in its own thread; N = step them on N threads, so envs whose step "
         "blocks on I/O (remote simulators, APIs) stay in flight together",
+    )
+    vector_backend: str = knob(
+        "gymnasium",
+        "rollouts",
+        C.one_of("gymnasium", "envpool"),
+        "how a worker steps its envs: gymnasium vector envs, or envpool's C++ thread pool (ALE ids, the "
+        "'envpool' extra)",
     )
     rollout_fragment_length: Any = knob(
         "auto",
@@ -210,7 +209,8 @@ class Config(ConfigSerialisation):
     def _set_checked(self, name: str, value: Any) -> None:
         """Check `value` for field `name`, then set it (a model dict completes DEFAULT_MODEL)."""
         self._check_field(name, value)
-        setattr(self, name, merge_model(value) if name == "model" else value)
+        merge = {"model": merge_model, "atari": merge_atari}.get(name)
+        setattr(self, name, merge(value) if merge else value)
 
     # ------------------------------------------------------------------ validation
     def _check_field(self, name: str, value: Any) -> None:
@@ -275,6 +275,7 @@ class Config(ConfigSerialisation):
             env_config=dict(self.env_config),
             env_wrappers=json.loads(json.dumps(self.env_wrappers)),
             model=json.loads(json.dumps(self.model)),
+            atari=dict(self.atari),
         )
 
     def build(self):

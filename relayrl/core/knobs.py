@@ -89,6 +89,44 @@ def _json_kwargs(v: Any) -> str | None:
     return None if ok else "allowed: a mapping of str keyword: JSON value (numbers, strings, lists, mappings)"
 
 
+# ALE ids ('ALE/Breakout-v5'): the DeepMind preprocessing (Mnih et al. 2015; Machado et al. 2018 for sticky
+# actions), each part an option. episodic_life and clip_rewards change only what the learner sees: reported
+# returns are always the real game score. Ignored for envs that are not ALE ids.
+DEFAULT_ATARI = {
+    "preprocess": True,  # False: the bare ALE env (frameskip, obs type as ALE v5 makes them)
+    "noop_max": 30,  # up to N no-op actions after each reset
+    "frame_skip": 4,  # agent steps repeat the action N frames; the last two frames are max-pooled
+    "screen_size": 84,  # observations resized to N x N
+    "grayscale": True,
+    "frame_stack": 4,  # the last N frames, stacked on the last axis: (84, 84, 4) uint8
+    "repeat_action_probability": 0.25,  # sticky actions, ALE v5's default
+    "full_action_space": False,
+    "max_episode_frames": 108_000,  # 30 minutes of play at 60 frames/s (ALE v5's default)
+    "episodic_life": True,  # a lost life ends the episode for the learner (not for the env or the score)
+    "clip_rewards": True,  # the learner sees sign(reward)
+}
+
+
+ATARI_CHECKS = {
+    "preprocess": C.boolean(),
+    "noop_max": C.integer(0, 1000),
+    "frame_skip": C.integer(1, 100),
+    "screen_size": C.integer(8, 1024),
+    "grayscale": C.boolean(),
+    "frame_stack": C.integer(1, 64),
+    "repeat_action_probability": C.number(0, 1),
+    "full_action_space": C.boolean(),
+    "max_episode_frames": C.integer(1, 10**9),
+    "episodic_life": C.boolean(),
+    "clip_rewards": C.boolean(),
+}
+
+
+def merge_atari(value: dict) -> dict:
+    """DEFAULT_ATARI with the options of `value` (a copy)."""
+    return {**DEFAULT_ATARI, **value}
+
+
 MODEL_CHECKS = {
     "fcnet_hiddens": C.int_list(min_len=0),
     "fcnet_activation": C.one_of("tanh", "relu", "elu", "swish"),

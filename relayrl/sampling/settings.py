@@ -79,6 +79,34 @@ class SamplerSettings:
     recreate_failed_envs: bool = False  # rebuild the envs in place when one raises (else it propagates)
     scale_rewards: bool = False  # divide rewards by the running std of the discounted return (learning only)
     env_wrappers: list = field(default_factory=list)  # the config's env_wrappers, applied to each env
+    atari: dict | None = None  # the config's atari options (ALE ids only; None = the defaults)
+    vector_backend: str = "gymnasium"  # "gymnasium" | "envpool"
+    # k > 1: observations are stacks of k frames on the last axis (ALE's frame_stack); "transitions" rows
+    # then carry each frame once (the replay rebuilds the stacks), 0 = whole observations
+    frame_stack: int = 0
+
+    @classmethod
+    def from_config(cls, c: Any, spec: ModelSpec, sampling: Sampling) -> SamplerSettings:
+        """A Config's env and rollout fields, with the algorithm's choice of rows and exploration."""
+        return cls(
+            env=c.env,
+            env_config=c.env_config,
+            env_wrappers=c.env_wrappers,
+            num_envs=c.num_envs_per_worker,
+            fragment_length=c.resolved_fragment_length(),
+            spec=spec,
+            gamma=c.gamma,
+            lambda_=sampling.lambda_,
+            seed=c.seed,
+            postprocess=sampling.postprocess,
+            n_step=sampling.n_step,
+            explore=sampling.explore,
+            num_env_threads=c.num_env_threads,
+            recreate_failed_envs=c.recreate_failed_envs,
+            scale_rewards=sampling.scale_rewards,
+            atari=c.atari,
+            vector_backend=c.vector_backend,
+        )
 
     def make_envs(self) -> gym.vector.VectorEnv:
         """This worker's vector env: num_envs envs, each inside env_wrappers."""

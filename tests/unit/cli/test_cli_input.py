@@ -34,8 +34,8 @@ def run_main(capsys, *argv):
             "unexpected keyword",
         ),
         (["--set", "env_config.foo=1"], "env_config {'foo': 1} is not accepted by 'CartPole-v1'"),
-        (["--set", "lr.x=1"], "only model and env_config take a dotted key"),
-        (["--set", "model.=1"], "only model and env_config take a dotted key"),
+        (["--set", "lr.x=1"], "only model, env_config, atari take a dotted key"),
+        (["--set", "model.=1"], "only model, env_config, atari take a dotted key"),
         (
             ["--set", "train_batch_size=100000000000000000000000"],
             "PPOConfig.train_batch_size = 100000000000000000000000 is invalid: allowed: an integer >= 1 "
