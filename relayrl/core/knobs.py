@@ -42,7 +42,9 @@ def knob(default: Any, group: str, check: C.Check, doc: str) -> Any:
 DEFAULT_MODEL = {
     "fcnet_hiddens": [64, 64],
     "fcnet_activation": "tanh",
-    "conv_filters": [[16, 8, 4], [32, 4, 2]],
+    # images: [[filters, kernel, stride], ...] then fcnet_hiddens; "auto" = the Nature CNN (conv 32 8x8/4,
+    # 64 4x4/2, 64 3x3/1, dense 512, relu) for images >= 36x36, else [[16, 8, 4], [32, 4, 2]] + fcnet_hiddens
+    "conv_filters": "auto",
     "vf_share_layers": False,
     # running mean/std observation normalisation inside the network (its statistics travel with the weights)
     "normalize_obs": False,
@@ -130,7 +132,7 @@ def merge_atari(value: dict) -> dict:
 MODEL_CHECKS = {
     "fcnet_hiddens": C.int_list(min_len=0),
     "fcnet_activation": C.one_of("tanh", "relu", "elu", "swish"),
-    "conv_filters": C.conv_filters(),
+    "conv_filters": C.auto_or(C.conv_filters()),
     "vf_share_layers": C.boolean(),
     "normalize_obs": C.boolean(),
     "log_std_init": C.number(-20, 5),

@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import difflib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
 
+from relayrl.envs.atari import ale_kwargs, atari_options, is_ale_id, preprocessed, register_ale
 from relayrl.envs.user_code import import_user_module
 from relayrl.envs.wrappers import WrapperList, wrap
 from relayrl.extras import MissingExtraError, extra_for, install_hint
 
 # a str id ('CartPole-v1', or 'module:EnvId': module imported first) or a callable(env_config) -> gym.Env
 EnvSpec = Any
+AtariOptions = Mapping[str, Any] | None  # the config's `atari` dict (ALE ids only)
 
 
 class SlowCartPole(gym.Wrapper):
@@ -56,13 +58,13 @@ def check_env_id(env_id: str) -> None:
     """Raise ValueError for an id gymnasium does not know, with the closest registered ids. 'module:EnvId'
     imports module first (see registry_id)."""
     name = registry_id(env_id)
+    if is_ale_id(name) and name not in gym.registry:  # gymnasium 1.x registers ALE ids only via ale_py
+        register_ale()
     try:
         gym.spec(name)
     except gym.error.Error as exc:
         close = difflib.get_close_matches(name, list(gym.registry), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
-        if name.startswith("ALE/") and name == env_id:  # gymnasium 1.x registers Atari ids only via ale_py
-            hint = f"; Atari ids are registered by ale_py: use 'ale_py:{name}' (the 'atari' extra)"
         imported = f" (module {env_id.partition(':')[0]!r} did not register it)" if name != env_id else ""
         raise ValueError(f"unknown environment id {name!r}{imported} ({exc}){hint}") from None
 
@@ -78,9 +80,20 @@ def reward_threshold(env: EnvSpec) -> float | None:
         return None
 
 
-def make_single_env(env: EnvSpec, env_config: dict, wrappers: WrapperList = ()) -> gym.Env:
-    """One env, inside `wrappers` (the config's env_wrappers, first innermost)."""
-    return wrap(_make_bare_env(env, env_config), wrappers)
+def make_single_env(
+    env: EnvSpec, env_config: dict, wrappers: WrapperList = (), atari: AtariOptions = None
+) -> gym.Env:
+    """One env, inside `wrappers` (the config's env_wrappers, first innermost); an ALE id first inside the
+    preprocessing its `atari` options ask for (envs/atari.py; None: the standard DeepMind options)."""
+    if not is_ale_id(env):
+        return wrap(_make_bare_env(env, env_config), wrappers)
+    options = atari_options(atari)
+    made = _make_bare_env(env, ale_kwargs(env_config, options))
+    try:
+        return wrap(preprocessed(made, options), wrappers)
+    except gym.error.DependencyNotInstalled as exc:  # AtariPreprocessing needs opencv (the atari extra)
+        made.close()
+        raise MissingExtraError(f"env {env!r} {install_hint('atari')} ({exc})") from None
 
 
 def _make_bare_env(env: EnvSpec, env_config: dict) -> gym.Env:
@@ -101,9 +114,12 @@ def _make_bare_env(env: EnvSpec, env_config: dict) -> gym.Env:
     return made
 
 
-def env_spaces(env: EnvSpec, env_config: dict, wrappers: WrapperList = ()) -> tuple[gym.Space, gym.Space]:
-    """(observation_space, action_space) of one env with its wrappers, made and closed."""
-    single = make_single_env(env, env_config, wrappers)
+def env_spaces(
+    env: EnvSpec, env_config: dict, wrappers: WrapperList = (), atari: AtariOptions = None
+) -> tuple[gym.Space, gym.Space]:
+    """(observation_space, action_space) of one env with its wrappers (and ALE preprocessing), made and
+    closed."""
+    single = make_single_env(env, env_config, wrappers, atari)
     try:
         return single.observation_space, single.action_space
     finally:
@@ -111,17 +127,28 @@ def env_spaces(env: EnvSpec, env_config: dict, wrappers: WrapperList = ()) -> tu
 
 
 def make_vector_env(
-    env: EnvSpec, env_config: dict, num_envs: int, num_threads: int = 0, wrappers: WrapperList = ()
+    env: EnvSpec,
+    env_config: dict,
+    num_envs: int,
+    num_threads: int = 0,
+    wrappers: WrapperList = (),
+    atari: AtariOptions = None,
+    backend: str = "gymnasium",
 ) -> gym.vector.VectorEnv:
     """num_envs copies stepped together: the env's own `vector_entry_point` when it has one and there are no
     wrappers (CartPole: ~460k steps/s x16 here, against ~139k for a sync loop), else a SyncVectorEnv of
-    wrapped envs; with num_threads > 0 a ThreadedVectorEnv, for envs whose step blocks on I/O."""
-    fns: list[Callable[[], gym.Env]] = [lambda: make_single_env(env, env_config, wrappers)] * num_envs
+    wrapped envs; with num_threads > 0 a ThreadedVectorEnv, for envs whose step blocks on I/O. ALE ids are
+    preprocessed (atari options); backend "envpool" steps them in envpool's C++ pool (envs/envpool_vec.py)."""
+    if backend == "envpool":
+        from relayrl.envs.envpool_vec import make_envpool
+
+        return make_envpool(env, env_config, num_envs, atari, num_threads, wrappers)
+    fns: list[Callable[[], gym.Env]] = [lambda: make_single_env(env, env_config, wrappers, atari)] * num_envs
     if num_threads > 0:
         from relayrl.envs.threaded import ThreadedVectorEnv
 
         return ThreadedVectorEnv(fns, num_threads)
-    if isinstance(env, str) and not wrappers:
+    if isinstance(env, str) and not wrappers and not is_ale_id(env):
         check_env_id(env)
         return gym.make_vec(env, num_envs=num_envs, **env_config)
     return gym.vector.SyncVectorEnv(fns)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
+from relayrl.models.image_torso import image_torso
 from relayrl.models.obs_stats import OBS_CLIP
 
 # In-place where numpy allows it: the worker runs these ~15k times a second on small arrays, where
@@ -101,8 +102,9 @@ def spec_from_spaces(
     torso: list[Layer] = []
     width = int(np.prod(obs_shape))
     if obs_kind == "image":
+        filters_list, hiddens, act = image_torso(model, obs_shape)
         channels, side = obs_shape[-1], np.array(obs_shape[:2])
-        for filters, kernel, stride in model["conv_filters"]:
+        for filters, kernel, stride in filters_list:
             torso.append(Layer("conv", (kernel, kernel, channels, filters), "relu", np.sqrt(2), stride))
             channels, side = filters, (side - kernel) // stride + 1  # "valid" padding
             if np.any(side < 1):

@@ -16,6 +16,7 @@ from relayrl.envs.make import env_name, env_seed
 from relayrl.models.networks import OBS_CLIP, preprocess_obs
 from relayrl.models.obs_stats import RunningMoments, moments
 from relayrl.models.policy import Policy
+from relayrl.sampling.learner_signals import LearnerSignals
 from relayrl.sampling.settings import (
     EnvError,
     Exploration,
@@ -39,8 +40,10 @@ class RolloutWorker:
             seed=None if seed is None else seed + 7919,  # action noise stream != env stream
             explore=settings.explore.for_worker(worker_index).policy_settings(),
         )
-        raw_obs, _ = self.env.reset(seed=seed)
+        raw_obs, info = self.env.reset(seed=seed)
         self.obs = preprocess_obs(settings.spec, raw_obs)
+        self.signals = LearnerSignals(*settings.learner_signals(), settings.num_envs)
+        self.signals.start(info)
         already_prepared = (
             settings.spec.obs_kind == "box" and raw_obs.dtype == np.float32 and raw_obs.ndim == 2
         )
@@ -67,6 +70,7 @@ class RolloutWorker:
             "ep_return": state_io.encode(self.ep_return),
             "ep_length": state_io.encode(self.ep_length),
             "disc_return": state_io.encode(self.disc_return),
+            "lives": state_io.encode(self.signals.lives),
             "return_moments": self.return_moments.state(),
             "policy_rng": self.policy.rng.bit_generator.state,
             "env": state_io.capture(self.env),
@@ -84,6 +88,7 @@ class RolloutWorker:
         if missing:
             raise CheckpointError(f"worker state lacks {missing}")
         values = {name: state_io.conform(getattr(self, name), state[name], name) for name in arrays}
+        lives = state_io.conform(self.signals.lives, state["lives"], "lives") if "lives" in state else None
         return_moments = RunningMoments(())
         state_io.restore_moments(return_moments, state["return_moments"], "return_moments")
         policy_rng = state_io.conform(self.policy.rng, {"__generator__": state["policy_rng"]}, "policy_rng")
@@ -91,6 +96,7 @@ class RolloutWorker:
         for name, value in values.items():
             setattr(self, name, value)
         self.return_moments = return_moments
+        self.signals.lives = self.signals.lives if lives is None else lives  # older files: no lives
         self.policy.rng.bit_generator.state = policy_rng.bit_generator.state
 
     def set_explore(self, explore: Exploration) -> None:
@@ -124,8 +130,9 @@ class RolloutWorker:
             pass
         self.env = self.s.make_envs()
         seed = env_seed(self.s.seed, self.worker_index)
-        raw_obs, _ = self.env.reset(seed=None if seed is None else seed + 100_000 * attempt)
+        raw_obs, info = self.env.reset(seed=None if seed is None else seed + 100_000 * attempt)
         self.obs = preprocess_obs(self.s.spec, raw_obs)
+        self.signals.start(info)
         self.prev_done[:] = False
         self.ep_return[:], self.ep_length[:] = 0.0, 0
         self.env_recreations += 1
@@ -145,21 +152,17 @@ class RolloutWorker:
             self.env.step,
             self._prep,
         )
-        obs = self.obs
-        obs_l, act_l, dist_l, rew_l, term_l, trunc_l = (
-            [obs],
-            [],
-            [],
-            [],
-            [],
-            [],
-        )  # list appends: ~10x cheaper than array stores
+        obs, track_lives, step_lives = self.obs, self.signals.tracks_lives, self.signals.step_lives
+        # list appends: ~10x cheaper than array stores
+        obs_l, act_l, dist_l, rew_l, term_l, trunc_l, lives_l = [obs], [], [], [], [], [], []
         for t in range(T):
             actions, dist_inputs = sample_step(obs, noise[t])
-            raw_obs, rew, term, trunc, _ = step(env_actions(actions))
+            raw_obs, rew, term, trunc, info = step(env_actions(actions))
             obs = prep(raw_obs)
             obs_l.append(obs), act_l.append(actions), dist_l.append(dist_inputs)
             rew_l.append(rew), term_l.append(term), trunc_l.append(trunc)
+            if track_lives:
+                lives_l.append(step_lives(info))
         self.obs = obs
         rewards = np.asarray(rew_l, np.float32)  # [T, N]
         terminated, truncated = np.asarray(term_l, bool), np.asarray(trunc_l, bool)
@@ -169,6 +172,8 @@ class RolloutWorker:
         valid[1:] = ~dones[:-1]
         self.prev_done = dones[-1].copy()
         returns, lengths = self._episode_stats(rewards, dones, valid)  # from the env's own rewards
+        # the learner's view: a lost life ends its episode, rewards clipped (atari options)
+        rewards, terminated, dones = self.signals.apply(rewards, terminated, dones, valid, lives_l)
         if self.s.scale_rewards:
             rewards = self._scaled_rewards(rewards, dones, valid)
         obs_buf = np.stack(obs_l)

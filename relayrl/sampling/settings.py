@@ -13,6 +13,7 @@ from typing import Any, Literal
 import gymnasium as gym
 import numpy as np
 
+from relayrl.envs import atari as ale
 from relayrl.models.networks import CONTINUOUS_HEADS, ModelSpec
 
 # "gae": flat rows with advantages (on-policy). "sequences": time-major [T, N] columns for learners that
@@ -106,15 +107,31 @@ class SamplerSettings:
             scale_rewards=sampling.scale_rewards,
             atari=c.atari,
             vector_backend=c.vector_backend,
+            frame_stack=ale.frame_stack(c.env, c.atari),
         )
 
     def make_envs(self) -> gym.vector.VectorEnv:
-        """This worker's vector env: num_envs envs, each inside env_wrappers."""
+        """This worker's vector env: num_envs envs, each inside env_wrappers (ALE ids preprocessed), stepped
+        by the vector_backend."""
         from relayrl.envs.make import make_vector_env
 
         return make_vector_env(
-            self.env, self.env_config, self.num_envs, self.num_env_threads, self.env_wrappers
+            self.env,
+            self.env_config,
+            self.num_envs,
+            self.num_env_threads,
+            self.env_wrappers,
+            atari=self.atari,
+            backend=self.vector_backend,
         )
+
+    def learner_signals(self) -> tuple[bool, bool]:
+        """(episodic_life, clip_rewards): the training signals an ALE id's atari options ask the worker for
+        (a lost life ends the learner's episode; the learner sees sign(reward)); (False, False) otherwise."""
+        if not ale.is_ale_id(self.env):
+            return False, False
+        options = ale.atari_options(self.atari)
+        return bool(options["episodic_life"]), bool(options["clip_rewards"])
 
 
 def batch_spec(spec: ModelSpec, postprocess: Postprocess = "gae") -> dict[str, tuple[tuple, type]]:
