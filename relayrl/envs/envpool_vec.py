@@ -1,4 +1,4 @@
-"""vector_backend = "envpool": ALE ids stepped in envpool's C++ thread pool, with the gymnasium path's semantics.
+"""vector_backend = "envpool": ALE ids stepped in envpool's C++ thread pool, with the gymnasium semantics.
 
 What the worker sees is what make_vector_env's SyncVectorEnv of preprocessed ALE envs gives it:
 - NEXT_STEP autoreset (envpool's own: the step after a done returns the new episode's first observation,

@@ -1,7 +1,7 @@
-"""Episodic life and reward clipping (the config's atari.episodic_life, atari.clip_rewards) as what the learner
-sees, never as env wrappers: the env plays on after a lost life and the worker reports the real game score
-per real episode, while the learner's rows treat a lost life as `terminated` (no bootstrap past it, GAE and
-n-step returns cut there) and carry sign(reward)."""
+"""Episodic life and reward clipping (the config's atari.episodic_life, atari.clip_rewards) as what the
+learner sees, never as env wrappers: the env plays on after a lost life and the worker reports the real game
+score per real episode, while the learner's rows treat a lost life as `terminated` (no bootstrap past it, GAE
+and n-step returns cut there) and carry sign(reward)."""
 
 from __future__ import annotations
 
