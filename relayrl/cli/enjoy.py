@@ -62,8 +62,9 @@ def _render_mode(args: argparse.Namespace) -> str | None:
     return "rgb_array" if args.video else None
 
 
-def _checkpoint_policy(args: argparse.Namespace) -> tuple[Act, Any, dict, list]:
-    """(act, env, env_config, env_wrappers) of a checkpoint's policy, weights copied out of the learner."""
+def _checkpoint_policy(args: argparse.Namespace) -> tuple[Act, Any, dict, list, dict | None]:
+    """(act, env, env_config, env_wrappers, atari) of a checkpoint's policy, weights copied out of the
+    learner."""
     from relayrl.models.networks import preprocess_obs
     from relayrl.models.policy import Policy
 
@@ -79,11 +80,12 @@ def _checkpoint_policy(args: argparse.Namespace) -> tuple[Act, Any, dict, list]:
         actions = policy.compute_actions(preprocess_obs(spec, np.asarray(obs)[None]), explore=args.stochastic)
         return policy.env_actions(actions)[0]
 
-    return act, c.env, dict(c.env_config), list(c.env_wrappers)
+    return act, c.env, dict(c.env_config), list(c.env_wrappers), dict(c.atari)
 
 
-def _saved_model_policy(args: argparse.Namespace) -> tuple[Act, Any, dict, list]:
-    """(act, env, env_config, env_wrappers) of a SavedModel, its env checked against the policy first."""
+def _saved_model_policy(args: argparse.Namespace) -> tuple[Act, Any, dict, list, dict | None]:
+    """(act, env, env_config, env_wrappers, atari) of a SavedModel, its env checked against the policy first
+    (an ALE id with the standard atari options: the export records none)."""
     from relayrl.envs.make import env_spaces
     from relayrl.persistence.export import check_policy_fits, load_policy
 
@@ -96,10 +98,12 @@ def _saved_model_policy(args: argparse.Namespace) -> tuple[Act, Any, dict, list]
     env, env_config, wrappers, metadata = saved_model_env(args.path, args.env)
     check_policy_fits(args.path, metadata, *env_spaces(env, env_config, wrappers), env)
     act_batch, _ = load_policy(args.path)
-    return (lambda obs: act_batch(np.asarray(obs)[None])[0]), env, env_config, wrappers
+    return (lambda obs: act_batch(np.asarray(obs)[None])[0]), env, env_config, wrappers, None
 
 
-def _make_env(env: Any, env_config: dict, wrappers: list, mode: str | None, video_dir: str | None):
+def _make_env(
+    env: Any, env_config: dict, wrappers: list, atari: dict | None, mode: str | None, video_dir: str | None
+):
     import gymnasium as gym
 
     from relayrl.envs.make import make_single_env
@@ -108,7 +112,7 @@ def _make_env(env: Any, env_config: dict, wrappers: list, mode: str | None, vide
         raise ValueError(
             "--render / --video need a gymnasium env id (--env ID): a callable takes no render_mode"
         )
-    made = make_single_env(env, {**env_config, **({"render_mode": mode} if mode else {})}, wrappers)
+    made = make_single_env(env, {**env_config, **({"render_mode": mode} if mode else {})}, wrappers, atari)
     if mode is not None and made.render_mode != mode:
         made.close()
         raise ValueError(
@@ -147,8 +151,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         mode = _render_mode(args)
         policy = _saved_model_policy if is_saved_model(args.path) else _checkpoint_policy
-        act, env_id, env_config, wrappers = policy(args)
-        env = _make_env(env_id, env_config, wrappers, mode, args.video)
+        act, env_id, env_config, wrappers, atari = policy(args)
+        env = _make_env(env_id, env_config, wrappers, atari, mode, args.video)
     except (ValueError, OSError) as exc:
         return fail(str(exc))
     try:

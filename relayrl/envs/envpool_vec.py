@@ -42,6 +42,11 @@ def envpool_kwargs(options: Mapping[str, Any], env_config: Mapping[str, Any]) ->
             "atari.preprocess = False is invalid with vector_backend = 'envpool' (envpool always "
             "preprocesses); allowed: True, or vector_backend = 'gymnasium'"
         )
+    if options["noop_max"] < 1:  # envpool draws 1..noop_max no-ops; 0 crashes its C++ (undefined draw)
+        raise ValueError(
+            f"atari.noop_max = {options['noop_max']} is invalid with vector_backend = 'envpool'; allowed: "
+            f">= 1, or vector_backend = 'gymnasium'"
+        )
     return {
         **env_config,
         "noop_max": int(options["noop_max"]),

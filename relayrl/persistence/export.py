@@ -139,18 +139,20 @@ def evaluate_saved_model(
     env_config: dict | None = None,
     wrappers: list | tuple = (),
     metadata: PolicyMetadata | None = None,
+    atari: dict | None = None,
 ) -> dict[str, float]:
     """Score a SavedModel on a gymnasium env: exactly num_episodes episodes, each env a fixed quota. The env
-    (with `env_config` and `wrappers`) is checked against the policy first (check_policy_fits)."""
+    (with `env_config`, `wrappers` and an ALE id's `atari` options) is checked against the policy first
+    (check_policy_fits)."""
     from relayrl.envs.make import env_spaces, make_vector_env
 
     env_config = env_config or {}
-    check_policy_fits(export_dir, metadata, *env_spaces(env_id, env_config, wrappers), env_id)
+    check_policy_fits(export_dir, metadata, *env_spaces(env_id, env_config, wrappers, atari), env_id)
     act, _ = load_policy(export_dir)
     num_envs = max(1, min(num_envs, num_episodes))
     quota = np.full(num_envs, num_episodes // num_envs)
     quota[: num_episodes % num_envs] += 1
-    vec = make_vector_env(env_id, env_config, num_envs, wrappers=wrappers)
+    vec = make_vector_env(env_id, env_config, num_envs, wrappers=wrappers, atari=atari)
     try:
         obs, _ = vec.reset(seed=seed)
         done_count = np.zeros(num_envs, np.int64)

@@ -86,6 +86,7 @@ def policy_observations(
     num_envs: int = 8,
     explore: dict | None = None,
     wrappers: list | tuple = (),
+    atari: dict | None = None,
 ) -> np.ndarray:
     """`count` raw observations visited by the policy (sampled, exploring actions with the algorithm's
     exploration settings `explore`, e.g. TD3's sigma) on fresh envs."""
@@ -93,7 +94,7 @@ def policy_observations(
     from relayrl.models.networks import preprocess_obs
     from relayrl.models.policy import Policy
 
-    vec = make_vector_env(env, env_config, num_envs, wrappers=wrappers)
+    vec = make_vector_env(env, env_config, num_envs, wrappers=wrappers, atari=atari)
     try:
         policy = Policy(spec, action_space, seed=seed, explore=explore)
         policy.set_weights(weights, 0)
@@ -166,6 +167,7 @@ def export_tflite(
             seed + offset,
             explore=explore,
             wrappers=c.env_wrappers,
+            atari=c.atari,
         )
 
     calibration = observations(calibration_count, 0) if quantize == "int8" else None

@@ -20,17 +20,20 @@ def evaluate(
     explore: bool = False,
     exploration: dict | None = None,
     wrappers: list | tuple = (),
+    atari: dict | None = None,
 ) -> dict[str, float]:
     """Run exactly num_episodes episodes (deterministic actions unless explore) and summarise their returns.
     `exploration` is Policy.set_explore's argument for explore=True (epsilon-greedy, Gaussian noise): how
-    the training workers explore now; without it a categorical head samples its softmax.
+    the training workers explore now; without it a categorical head samples its softmax. An ALE id is
+    preprocessed with its `atari` options (the config's); returns are the real game score (no episodic life,
+    no reward clipping: those are training signals only).
 
     Each env runs a fixed quota of episodes, so short episodes are not over-counted (taking the first N
     episodes to finish from parallel envs would bias the mean towards early failures)."""
     num_envs = max(1, min(num_envs, num_episodes))
     quota = np.full(num_envs, num_episodes // num_envs)
     quota[: num_episodes % num_envs] += 1
-    vec = make_vector_env(env, env_config, num_envs, wrappers=wrappers)
+    vec = make_vector_env(env, env_config, num_envs, wrappers=wrappers, atari=atari)
     try:
         policy = Policy(spec, vec.single_action_space, seed=seed, explore=exploration if explore else None)
         policy.set_weights(weights, 0)
