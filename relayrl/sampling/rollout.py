@@ -70,7 +70,7 @@ class RolloutWorker:
             "ep_return": state_io.encode(self.ep_return),
             "ep_length": state_io.encode(self.ep_length),
             "disc_return": state_io.encode(self.disc_return),
-            "lives": state_io.encode(self.signals.lives),
+            **({"lives": state_io.encode(self.signals.lives)} if self.signals.tracks_lives else {}),
             "return_moments": self.return_moments.state(),
             "policy_rng": self.policy.rng.bit_generator.state,
             "env": state_io.capture(self.env),
