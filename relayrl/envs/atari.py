@@ -53,12 +53,12 @@ def atari_options(atari: Mapping[str, Any] | None) -> dict[str, Any]:
     return {**ALE_STANDARD, **(atari or {})}
 
 
-def register_ale() -> None:
+def register_ale(env_id: str) -> None:
     """Register ale_py's ids with gymnasium (gymnasium 1.x no longer does it by itself); MissingExtraError
-    naming the 'atari' extra when ale_py is not installed."""
+    naming `env_id` and the 'atari' extra when ale_py is not installed."""
     from relayrl.extras import require
 
-    ale_py = require("ale_py", "ALE ids ('ALE/...')")
+    ale_py = require("ale_py", f"env {env_id!r}")
     gym.register_envs(ale_py)
 
 

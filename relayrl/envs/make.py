@@ -59,7 +59,7 @@ def check_env_id(env_id: str) -> None:
     imports module first (see registry_id)."""
     name = registry_id(env_id)
     if is_ale_id(name) and name not in gym.registry:  # gymnasium 1.x registers ALE ids only via ale_py
-        register_ale()
+        register_ale(env_id)
     try:
         gym.spec(name)
     except gym.error.Error as exc:

@@ -2,6 +2,8 @@
 uint8 stacks and honours each atari option; a worker on a real Breakout shows the learner clipped rewards and
 a lost life as `terminated` while it reports the real game score per real game."""
 
+import sys
+
 import gymnasium as gym
 import numpy as np
 import pytest
@@ -9,6 +11,7 @@ import pytest
 from relayrl.core.knobs import DEFAULT_ATARI, DEFAULT_MODEL
 from relayrl.envs.atari import ALE_STANDARD, frame_stack
 from relayrl.envs.make import check_env_id, env_spaces, make_single_env, make_vector_env
+from relayrl.extras import MissingExtraError
 from relayrl.models import networks
 
 pytest.importorskip("ale_py")
@@ -76,6 +79,14 @@ def test_sticky_actions_frame_skip_and_the_frame_limit_reach_ale():
         assert steps == (40 - start) // 2  # 2 frames per agent step after the reset's no-ops
     finally:
         env.close()
+
+
+def test_a_plain_ale_id_without_ale_py_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ale_py", None)  # `import ale_py` fails, as when it is not installed
+    for key in [k for k in gym.registry if k.startswith("ALE/")]:
+        monkeypatch.delitem(gym.registry, key)
+    with pytest.raises(MissingExtraError, match=r"^env 'ALE/Pong-v5' needs the 'atari' extra: pip install"):
+        check_env_id("ALE/Pong-v5")
 
 
 def test_env_config_may_not_set_what_an_atari_option_sets():
