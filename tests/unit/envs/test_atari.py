@@ -118,7 +118,9 @@ def _breakout_worker(atari: dict, rewards_seen: list):
         atari=atari,
         env_wrappers=[{"wrapper": "TransformReward", "kwargs": {"func": log}}],
     )
-    return RolloutWorker(settings)
+    worker = RolloutWorker(settings)
+    worker.set_weights(networks.init_weights(settings.spec, np.random.default_rng(0)), 0)  # repeatable
+    return worker
 
 
 def _games(valid: np.ndarray) -> list[slice]:
