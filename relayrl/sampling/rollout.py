@@ -13,10 +13,10 @@ import numpy as np
 from relayrl.core import ops
 from relayrl.core.types import Fragment
 from relayrl.envs.make import env_name, env_seed
-from relayrl.models.networks import OBS_CLIP, preprocess_obs
+from relayrl.models.networks import preprocess_obs
 from relayrl.models.obs_stats import RunningMoments, moments
 from relayrl.models.policy import Policy
-from relayrl.sampling.learner_signals import LearnerSignals
+from relayrl.sampling.learner_signals import LearnerSignals, scaled_rewards
 from relayrl.sampling.settings import (
     EnvError,
     Exploration,
@@ -209,18 +209,10 @@ class RolloutWorker:
         return np.asarray(returns, np.float32), np.asarray(lengths, np.int64)
 
     def _scaled_rewards(self, rewards: np.ndarray, dones: np.ndarray, valid: np.ndarray) -> np.ndarray:
-        """rewards / std(discounted return), clipped to +-10: gymnasium's NormalizeReward (as CleanRL and
-        SB3's VecNormalize use for MuJoCo), with the statistics of this worker's envs updated per fragment."""
-        g = self.disc_return
-        returns = np.empty_like(rewards, dtype=np.float64)
-        for t in range(len(rewards)):
-            g = g * self.s.gamma + rewards[t]
-            returns[t] = g
-            g = np.where(dones[t], 0.0, g)  # the next step starts a new episode (or is a reset step)
-        self.disc_return = g
-        self.return_moments.merge(*moments(returns[valid]))
-        scale = float(np.sqrt(self.return_moments.m2 / max(self.return_moments.count, 1) + 1e-8))
-        return np.clip(rewards / scale, -OBS_CLIP, OBS_CLIP).astype(np.float32)
+        """scale_rewards: learner_signals.scaled_rewards with this worker's running statistics."""
+        args = (self.disc_return, self.return_moments, self.s.gamma)
+        scaled, self.disc_return = scaled_rewards(rewards, dones, valid, *args)
+        return scaled
 
     def _postprocess(
         self, obs_buf, act_buf, dist_buf, rewards, terminated, dones, valid
