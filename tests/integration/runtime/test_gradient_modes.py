@@ -11,7 +11,7 @@ def two_iterations_weights(
     update_mode: str, algo: str = "a2c", workers: int = 1, model: dict | None = None
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
     if algo == "a2c":
-        config = A2CConfig().training(normalize_advantages=True)
+        config = A2CConfig().training(normalize_advantages=True, model=model or {})
     else:  # 2 epochs of 2 minibatches: 4 SGD steps per iteration, each one gradient round trip
         config = PPOConfig().training(num_sgd_iter=2, sgd_minibatch_size=32, model=model or {})
     config = (
@@ -40,12 +40,13 @@ def test_gradient_aggregation_equals_sample_shipping_for_one_worker(ray_session,
     assert max(np.abs(a - w0).max() for a, w0 in zip(shipped, initial)) > 1e-4  # both really trained
 
 
-def test_ppo_gradient_aggregation_takes_the_sample_shipping_steps_with_two_workers(ray_session):
-    """Each minibatch's advantages are normalised over the whole minibatch (not per worker share), and the
-    observation statistics the batch was sampled with hold through all of the iteration's SGD steps."""
+@pytest.mark.parametrize("algo", ["a2c", "ppo"])
+def test_gradient_aggregation_takes_the_sample_shipping_steps_with_two_workers(ray_session, algo):
+    """Advantages are standardised over the whole (mini)batch, not per worker fragment or share, and the
+    observation statistics the batch was sampled with hold through all of PPO's SGD steps."""
     model = {"normalize_obs": True}
-    initial, shipped = two_iterations_weights("samples", "ppo", workers=2, model=model)
-    _, aggregated = two_iterations_weights("gradients", "ppo", workers=2, model=model)
+    initial, shipped = two_iterations_weights("samples", algo, workers=2, model=model)
+    _, aggregated = two_iterations_weights("gradients", algo, workers=2, model=model)
     for a, b in zip(shipped, aggregated):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
     assert max(np.abs(a - w0).max() for a, w0 in zip(shipped, initial)) > 1e-4
