@@ -62,7 +62,9 @@ def atari_fields(variant: str) -> dict:
     return {
         "num_envs_per_worker": hp["n_envs"] // max(workers, 1),  # 8 envs in all, as every library
         "vector_backend": "envpool" if variant == "envpool" else "gymnasium",
-        "train_batch_size": hp["n_envs"] * hp["n_steps"],  # fragments of n_steps per env ('auto')
+        "train_batch_size": hp["n_envs"] * hp["n_steps"],
+        "rollout_fragment_length": hp["n_steps"],
+        "scale_rewards": False,
         "sgd_minibatch_size": hp["batch_size"],
         "num_sgd_iter": hp["n_epochs"],
         "lr_schedule": [[0, hp["learning_rate"]], [hp["n_timesteps"], 0.0]],

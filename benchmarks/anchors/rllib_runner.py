@@ -81,6 +81,8 @@ def config_for(w: common.Workload, seed: int, variant: str):
         )
         if variant in ("r0", "r2"):
             config = config.env_runners(num_env_runners=int(variant[1]))
+    elif w.algo == "ppo" and common.is_atari(w):
+        config = atari_config(w, variant)
     elif w.algo == "dqn":
         from ray.rllib.algorithms.dqn import DQNConfig
 
@@ -172,8 +174,6 @@ def config_for(w: common.Workload, seed: int, variant: str):
                 )
             )
         )
-    elif w.algo == "ppo" and common.is_atari(w):
-        config = atari_config(w, variant)
     else:
         raise SystemExit(f"rllib_runner: no workload {w.name}")
     if w.window != 100 or w.algo == "sac":
@@ -189,16 +189,19 @@ def atari_config(w: common.Workload, variant: str):
 
     if variant not in ("", "r0", "r2"):
         raise SystemExit(f"rllib_runner: {w.name} variants: r0, r2 (got {variant!r})")
-    env_id, pre, hp = w.env, common.ATARI_PREPROCESSING, common.ZOO_PPO_ATARI
+    env_id, pre, hp, ale_kwargs = w.env, common.ATARI_PREPROCESSING, common.ZOO_PPO_ATARI, common.ALE_KWARGS
 
-    def make_env(env_config):
+    def make_env(
+        env_config,
+    ):  # runs in the env-runner actors: no reference to `common` (not importable there)
+        import ale_py
         import gymnasium as gym
         import numpy as np
         from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
 
-        common.register_ale()
+        gym.register_envs(ale_py)
         env = wrap_atari_for_new_api_stack(
-            gym.make(env_id, **common.ALE_KWARGS),
+            gym.make(env_id, **ale_kwargs),
             dim=pre["screen_size"],
             frameskip=pre["frame_skip"],
             framestack=pre["frame_stack"],
