@@ -151,9 +151,7 @@ MEMORY_FIELDS = ("transitions", "rss_bytes", "bytes_per_transition", "extrapolat
 
 def memory_cmd(python: str, library: str, w: Workload, variant: str) -> list[str]:
     if not os.path.exists(REPLAY_MEMORY_SCRIPT):
-        raise NotImplementedError(
-            f"{os.path.relpath(REPLAY_MEMORY_SCRIPT, os.path.dirname(HERE))} is missing"
-        )
+        raise NotImplementedError("benchmarks/replay_memory.py is missing")
     return [
         python,
         REPLAY_MEMORY_SCRIPT,
