@@ -252,6 +252,8 @@ def steady_rate(points: list[list[float]], col: int = 1, skip_frac: float = 0.1)
     final = points[-1][col]
     start = next((p for p in points if p[col] > skip_frac * final), points[0])
     dt = points[-1][0] - start[0]
+    if start[col] >= final:  # one measurement (a run of one iteration): no rate, rather than 0
+        return None
     return (final - start[col]) / dt if dt > 0 else None
 
 
