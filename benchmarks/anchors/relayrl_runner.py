@@ -9,12 +9,13 @@ W3 (raw env limit) runs here too, in relayrl's venv: variants raw1 (one gymnasiu
 raw16 (gym.make_vec, 16 envs, random actions) and worker16 (relayrl's RolloutWorker, 16 envs: numpy policy
 forward, action sampling and GAE every fragment). Each is measured for a few seconds after a warm-up.
 
-Atari (W7, W8): `python -m relayrl.cli train ppo ALE/Breakout-v5 --config FILE ...` where FILE (written next
-to the run) holds the SB3 zoo's Atari recipe on relayrl's fields (atari_fields(): common.ZOO_PPO_ATARI, the
-Nature CNN, the `atari` options of common.ATARI_PREPROCESSING), so relayrl's tuned defaults play no part.
-Its episode returns are real game scores (relayrl/envs/atari.py: episodic life and reward clipping are the
-learner's signals only). Variants: "" (8 envs in-process), "w2" (2 Ray workers x 4 envs), "envpool"
-(in-process, vector_backend envpool; reported as not run where envpool is not importable).
+Atari (W7, W8): `python -m relayrl.cli train ppo ALE/Breakout-v5 --config FILE ...` where FILE (written to
+benchmarks/results/configs/ before the run) holds the SB3 zoo's Atari recipe on relayrl's fields
+(atari_fields(): common.ZOO_PPO_ATARI, the Nature CNN, the `atari` options of common.ATARI_PREPROCESSING),
+so relayrl's tuned defaults play no part. Its episode returns are real game scores (relayrl/envs/atari.py:
+episodic life and reward clipping are the learner's signals only). Variants: "" (8 envs in-process), "w2"
+(2 Ray workers x 4 envs), "envpool" (in-process, vector_backend envpool: envpool's own ALE build and C++
+preprocessing with the same options; reported as not run where envpool is not importable).
 W9 runs benchmarks/replay_memory.py in relayrl's venv.
 
 The learning curve comes from the CLI's progress lines (stderr, at most every 0.5 s), timed by this parent

@@ -90,9 +90,10 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    # One torch thread, as relayrl gives TensorFlow for MLPs (relayrl/learning/placement.py): with 2
+    # One torch thread for MLPs, as relayrl gives TensorFlow (relayrl/learning/placement.py): with 2
     # threads torch's OpenMP pool spin-waits whenever other processes hold the cores (seen here: ~100 env
     # steps/s for the first 130 s of a W1 run while other sessions ran tests, 4.6k steps/s once they stopped).
+    # All cores for Atari's conv net, as relayrl gives TensorFlow for conv nets (common.torch_threads).
     torch.set_num_threads(common.torch_threads(w))
 
     class Report(BaseCallback):
