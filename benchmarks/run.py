@@ -362,7 +362,7 @@ def _fmt(x: float | None, column: str) -> str:
         return f"{x / 1e9:.2f} GB"
     if column == "bytes_per_transition":
         return f"{x:,.0f} B"
-    if column == "final_return" and abs(x) < 1000:  # Atari scores: tens
+    if column == "final_return" and abs(x) < 100:  # Breakout scores at 1M steps: tens
         return f"{x:.1f}"
     return f"{x:,.0f}"
 
