@@ -36,10 +36,7 @@ def table_lines(run_py, path, rows):
     for r in rows:
         run_py.append_csv(str(path), r)
     md = run_py.table(run_py.summarise(run_py.read_csv(str(path))))
-    return {
-        tuple(c.strip() for c in ln.strip("|").split("|")[:2]): ln
-        for ln in md.splitlines()[2:]
-    }
+    return {tuple(c.strip() for c in ln.strip("|").split("|")[:2]): ln for ln in md.splitlines()[2:]}
 
 
 def test_w7_frames_per_s_against_the_best_incumbent_variant(run_py, tmp_path):
@@ -57,15 +54,9 @@ def test_w7_frames_per_s_against_the_best_incumbent_variant(run_py, tmp_path):
         *[row("rllib", "W7", s, "r2", frames_per_s=3600) for s in range(2)],
         *[row("rllib", "W7", s, "r0", frames_per_s=2000) for s in range(2)],
     ]
-    w7 = table_lines(run_py, tmp_path / "a.csv", rows)[
-        ("W7", run_py.METRICS["W7"][0][2])
-    ]
-    assert (
-        "in-process: 2.22x" in w7 and "w2: 1.67x" in w7 and "best: rllib/r2" in w7
-    )  # 8000 / 3600
-    assert (
-        "in-process: PASS" in w7 and "w2: MISS" in w7 and "envpool: did not run" in w7
-    )
+    w7 = table_lines(run_py, tmp_path / "a.csv", rows)[("W7", run_py.METRICS["W7"][0][2])]
+    assert "in-process: 2.22x" in w7 and "w2: 1.67x" in w7 and "best: rllib/r2" in w7  # 8000 / 3600
+    assert "in-process: PASS" in w7 and "w2: MISS" in w7 and "envpool: did not run" in w7
 
 
 @pytest.mark.parametrize(
@@ -77,17 +68,9 @@ def test_w7_frames_per_s_against_the_best_incumbent_variant(run_py, tmp_path):
     ],
 )
 def test_w8_score_within_seed_noise_of_sb3(run_py, tmp_path, relayrl, sb3, verdict):
-    rows = [
-        row("relayrl", "W8", s, final_return=v, cap=100, env_steps=100)
-        for s, v in enumerate(relayrl)
-    ]
-    rows += [
-        row("sb3", "W8", s, final_return=v, cap=100, env_steps=100)
-        for s, v in enumerate(sb3)
-    ]
-    w8 = table_lines(run_py, tmp_path / "a.csv", rows)[
-        ("W8", run_py.METRICS["W8"][0][2])
-    ]
+    rows = [row("relayrl", "W8", s, final_return=v, cap=100, env_steps=100) for s, v in enumerate(relayrl)]
+    rows += [row("sb3", "W8", s, final_return=v, cap=100, env_steps=100) for s, v in enumerate(sb3)]
+    w8 = table_lines(run_py, tmp_path / "a.csv", rows)[("W8", run_py.METRICS["W8"][0][2])]
     assert verdict in w8
 
 
@@ -107,9 +90,7 @@ def test_w8_leaves_out_a_run_stopped_short_of_its_cap(run_py, tmp_path):
     ]
     for r in rows:
         run_py.append_csv(str(tmp_path / "a.csv"), r)
-    stats = run_py.summarise(run_py.read_csv(str(tmp_path / "a.csv")))[
-        ("W8", "relayrl", "")
-    ]["stats"]
+    stats = run_py.summarise(run_py.read_csv(str(tmp_path / "a.csv")))[("W8", "relayrl", "")]["stats"]
     assert stats["final_return"][:2] == (20.0, 1) and stats["wall_s"][:2] == (10.0, 1)
 
 
@@ -121,17 +102,13 @@ def test_w8_leaves_out_a_run_stopped_short_of_its_cap(run_py, tmp_path):
         (3.0e9, 2.5e9, "MISS"),
     ],  # over 8 GB; over SB3's
 )
-def test_w9_memory_under_8_gb_and_sb3_optimized(
-    run_py, tmp_path, relayrl_bytes, sb3_optimized, verdict
-):
+def test_w9_memory_under_8_gb_and_sb3_optimized(run_py, tmp_path, relayrl_bytes, sb3_optimized, verdict):
     rows = [
         row("relayrl", "W9", 0, extrapolated_1m_bytes=relayrl_bytes),
         row("sb3", "W9", 0, "plain", extrapolated_1m_bytes=56.6e9),
         row("sb3", "W9", 0, "optimized", extrapolated_1m_bytes=sb3_optimized),
     ]
-    w9 = table_lines(run_py, tmp_path / "a.csv", rows)[
-        ("W9", run_py.METRICS["W9"][0][2])
-    ]
+    w9 = table_lines(run_py, tmp_path / "a.csv", rows)[("W9", run_py.METRICS["W9"][0][2])]
     assert verdict in w9 and f"{relayrl_bytes / 1e9:.2f} GB" in w9
 
 
@@ -141,16 +118,12 @@ def test_an_older_csv_gets_the_new_columns_and_keeps_its_values(run_py, tmp_path
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=old_columns)
         writer.writeheader()
-        writer.writerow(
-            {"library": "relayrl", "workload": "W4", "seed": 0, "steps_per_s": 5000}
-        )
+        writer.writerow({"library": "relayrl", "workload": "W4", "seed": 0, "steps_per_s": 5000})
     run_py.append_csv(str(path), row("sb3", "W7", 0, frames_per_s=2400, cap=50000))
     rows = run_py.read_csv(str(path))
     assert list(rows[0]) == run_py.COLUMNS
     assert (
-        rows[0]["steps_per_s"] == "5000"
-        and rows[1]["frames_per_s"] == "2400"
-        and rows[1]["cap"] == "50000"
+        rows[0]["steps_per_s"] == "5000" and rows[1]["frames_per_s"] == "2400" and rows[1]["cap"] == "50000"
     )
 
 
