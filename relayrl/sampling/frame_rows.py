@@ -33,27 +33,36 @@ def row_count(batch: dict) -> int:
     return len(batch["obs_ref"]) if is_compact(batch) else len(next(iter(batch.values())))
 
 
+def _planes(obs_buf: np.ndarray) -> np.ndarray:
+    """[T+1, N, k, words]: each frame's bytes contiguous (as uint64 words where they divide evenly), so the
+    content comparisons below run over contiguous memory."""
+    planes = np.ascontiguousarray(np.moveaxis(obs_buf, -1, 2)).reshape(
+        *obs_buf.shape[:2], obs_buf.shape[-1], -1
+    )
+    raw = planes.view(np.uint8)
+    return raw.view(np.uint64) if raw.shape[-1] % 8 == 0 else raw
+
+
 def _stack_refs(obs_buf: np.ndarray) -> tuple[np.ndarray, list[tuple[int, int, int]]]:
     """refs [T+1, N, k] into a frame list of (t, n, j) sources, each env's stacks in time order."""
     t1, n_envs, k = obs_buf.shape[0], obs_buf.shape[1], obs_buf.shape[-1]
-    spatial = tuple(range(2, obs_buf.ndim - 1))
-    shifted = (obs_buf[1:, ..., :-1] == obs_buf[:-1, ..., 1:]).all(axis=spatial).all(axis=-1)  # [T, N]
-    same_as_left = (obs_buf[..., 1:] == obs_buf[..., :-1]).all(axis=spatial)  # [T+1, N, k-1]
+    words = _planes(obs_buf)
+    shifted = (words[1:, :, :-1] == words[:-1, :, 1:]).all(axis=(2, 3)).tolist()  # [T][N]
+    same_as_left = (words[:, :, 1:] == words[:, :, :-1]).all(axis=3).tolist()  # [T+1][N][k-1]
     refs = np.empty((t1, n_envs, k), np.int64)
     sources: list[tuple[int, int, int]] = []
     for n in range(n_envs):
+        prev: list[int] = []
         for t in range(t1):
-            row = refs[t, n]
-            first_new = 0
-            if t > 0 and shifted[t - 1, n]:
-                row[:-1] = refs[t - 1, n, 1:]
-                first_new = k - 1
-            for j in range(first_new, k):
-                if j > 0 and same_as_left[t, n, j - 1]:
-                    row[j] = row[j - 1]
+            row: list[int] = prev[1:] if t > 0 and shifted[t - 1][n] else []
+            same = same_as_left[t][n]
+            for j in range(len(row), k):
+                if j > 0 and same[j - 1]:
+                    row.append(row[j - 1])
                 else:
-                    row[j] = len(sources)
+                    row.append(len(sources))
                     sources.append((t, n, j))
+            refs[t, n] = prev = row
     return refs, sources
 
 

@@ -1,4 +1,4 @@
-"""Frame-stacking replay (each frame stored once) against a naive buffer that stores whole obs / next_obs stacks:
+"""Frame-stacking replay (each frame stored once) against a naive buffer storing whole obs / next_obs stacks:
 both are fed the same fragments of a real stacked image env (episode starts, n-step rows, several workers and
 envs interleaved, batches concatenated as ReplayCache does, capacities small enough to wrap) and must hold and
 sample the same rows bit for bit. Plus checkpoint round trips and hostile checkpoint arrays."""
@@ -9,58 +9,26 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relayrl.core import ops
 from relayrl.core.saved_state import CheckpointError
 from relayrl.replay import PrioritizedReplay, UniformReplay
 from relayrl.sampling import frame_rows
-from tests.helpers.frame_envs import stacked
-
-SPEC = {"obs": ((), np.uint8), "actions": ((), np.int64), "rewards": ((), np.float32)}
-SPEC |= {"next_obs": ((), np.uint8), "discounts": ((), np.float32)}
-
-
-class FragmentSource:
-    """One worker: num_envs stacked envs under NEXT_STEP autoreset, rows built like RolloutWorker._transitions
-    (reset steps dropped), in both layouts from the same steps."""
-
-    def __init__(self, worker, num_envs, length, n_step, k, max_len, min_len=1):
-        config = {"k": k, "min_len": min_len, "max_len": max_len}
-        self.env = gym.vector.SyncVectorEnv([lambda: stacked(config)] * num_envs)
-        self.obs, _ = self.env.reset(seed=100 * worker)
-        self.rng = np.random.default_rng(worker)
-        self.worker, self.length, self.n_step = worker, length, n_step
-        self.prev_done = np.zeros(num_envs, bool)
-
-    def fragment(self) -> tuple[dict, dict]:
-        obs_l, act_l, rew_l, term_l, trunc_l = [self.obs], [], [], [], []
-        for _ in range(self.length):
-            actions = self.rng.integers(0, 2, self.env.num_envs)
-            self.obs, rew, term, trunc, _ = self.env.step(actions)
-            obs_l.append(self.obs), act_l.append(actions), rew_l.append(rew)
-            term_l.append(term), trunc_l.append(trunc)
-        obs_buf, acts = np.stack(obs_l), np.stack(act_l)
-        rewards, terminated = np.asarray(rew_l, np.float32), np.asarray(term_l)
-        dones = terminated | np.asarray(trunc_l)
-        valid = np.concatenate([~self.prev_done[None], ~dones[:-1]])
-        self.prev_done = dones[-1].copy()
-        returns, next_index, discounts = ops.n_step_transitions(rewards, terminated, dones, 0.9, self.n_step)
-        keep = valid.reshape(-1)
-        T, N = rewards.shape
-        naive = {
-            "obs": obs_buf[:T].reshape(T * N, *obs_buf.shape[2:])[keep],
-            "actions": acts.reshape(-1)[keep],
-            "rewards": returns.reshape(-1)[keep],
-            "next_obs": obs_buf[next_index, np.arange(N)].reshape(T * N, *obs_buf.shape[2:])[keep],
-            "discounts": discounts.reshape(-1)[keep],
-        }
-        parts = (acts, returns, discounts, next_index, keep)
-        return naive, frame_rows.compact_transitions(obs_buf, *parts, SPEC, self.worker)
+from tests.helpers.frame_envs import TRANSITIONS_SPEC, FragmentSource, stacked
 
 
 def feed(plan, make, frame_capacity=None, min_len=1):
     """Feed both buffers the plan's fragments; returns (naive, frame replay)."""
     num_workers, num_envs, length, n_step, k, max_len, capacity, order, group = plan
-    sources = [FragmentSource(w, num_envs, length, n_step, k, max_len, min_len) for w in range(num_workers)]
+    config = {"k": k, "min_len": min_len, "max_len": max_len}
+    sources = [
+        FragmentSource(
+            gym.vector.SyncVectorEnv([lambda: stacked(config)] * num_envs),
+            w,
+            length,
+            n_step,
+            TRANSITIONS_SPEC,
+        )
+        for w in range(num_workers)
+    ]
     naive, frames = make(capacity, None), make(capacity, frame_capacity or capacity * (2 * k + 2))
     pending: list[tuple[dict, dict]] = []
     for w in order:
@@ -147,7 +115,8 @@ def test_short_fragments_of_one_stream_cost_one_frame_per_step():
 
 
 def test_expand_gives_the_whole_stacks_back():
-    naive, compact = FragmentSource(0, 2, 5, 3, 4, 3).fragment()
+    env = gym.vector.SyncVectorEnv([lambda: stacked({"max_len": 3})] * 2)
+    naive, compact = FragmentSource(env, 0, 5, 3, TRANSITIONS_SPEC).fragment()
     assert_same(naive, frame_rows.expand(compact))
 
 
