@@ -149,3 +149,22 @@ def test_a_crafted_frame_state_is_refused_naming_the_field(field, hostile, messa
     with pytest.raises(CheckpointError, match=message):
         buf.load_state(state)
     assert buf.size == 0 and buf.frames is None  # nothing of the crafted state was taken
+
+
+def test_the_checkpoint_check_takes_a_frame_state_and_refuses_frames_that_do_not_fit_the_obs():
+    from relayrl.algorithms.state import check_replay_arrays
+    from relayrl.core.knobs import DEFAULT_MODEL
+    from relayrl.models import networks
+
+    obs_space = gym.spaces.Box(0, 255, (6, 5, 4), np.uint8)
+    model = {**DEFAULT_MODEL, "conv_filters": [[4, 2, 1]]}
+    spec = networks.spec_from_spaces(obs_space, gym.spaces.Discrete(2), model)
+    state = frame_state()
+    check_replay_arrays(state, 20, spec, False, "replay.npz")  # a state the buffer wrote passes
+    for field, hostile, message in [
+        ("frames", state["frames"][:, :3], r"replay.npz: frames: allowed: \[n, 6, 5\] uint8"),
+        ("frame_meta", state["frame_meta"] * [1, 1, 0] + [0, 0, 3], "frame_meta: allowed: .*stacks of 4"),
+        ("col/obs_ref", state["col/obs_ref"][:, :2], r"col/obs_ref: .*allowed: int64 \(\d+, 4\)"),
+    ]:
+        with pytest.raises(CheckpointError, match=message):
+            check_replay_arrays({**state, field: hostile}, 20, spec, False, "replay.npz")
