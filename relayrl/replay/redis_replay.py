@@ -7,8 +7,8 @@ Layout (no pickle: raw numpy bytes plus a JSON header):
   {prefix}:blocks       list  "id:rows" per block, oldest first (FIFO eviction past the capacity)
   {prefix}:next_id      int   block id counter
 A batch of compact rows (sampling/frame_rows.py: stacked frames, each once) is one block with its frames and
-frame references; sampled stacks are rebuilt from the block. Blocks share no frames (each is self-contained and
-evicted whole), so a block costs one first stack per env stream more than the in-memory replay.
+frame references; sampled stacks are rebuilt from the block. Blocks share no frames (each is self-contained
+and evicted whole), so a block costs one first stack per env stream more than the in-memory replay.
 Every write is one round trip (~114 us here: a server-side script); blocks are immutable, so sampled blocks
 are cached in the process and fetched once.
 

@@ -239,8 +239,8 @@ class ShardedReplay:
         ray.get(refs)
 
     def add(self, batch: dict) -> None:
-        """Driver-side add: rows dealt round-robin in contiguous blocks, one call per shard; a batch of compact
-        rows (each frame once) goes whole to the next shard in turn, since its rows share frames."""
+        """Driver-side add: rows dealt round-robin in contiguous blocks, one call per shard; a batch of
+        compact rows (each frame once) goes whole to the next shard in turn, since its rows share frames."""
         if frame_rows.is_compact(batch):
             self._next_shard = (self._next_shard + 1) % len(self.shards)
             self.shards[self._next_shard].add.remote(batch)

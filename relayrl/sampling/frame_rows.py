@@ -93,7 +93,7 @@ def stream_base(worker_index: int) -> int:
 
 def stacks(frames: np.ndarray, refs: np.ndarray) -> np.ndarray:
     """frames [F, ...], refs [B, k] -> stacks [B, ..., k] (one gather, then the stack axis moved last)."""
-    return np.moveaxis(frames[refs], 1, -1)
+    return np.ascontiguousarray(np.moveaxis(frames[refs], 1, -1))
 
 
 def expand(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -109,10 +109,13 @@ def expand(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def check_refs(batch: dict[str, np.ndarray], where: str) -> None:
     """Refuse a compact batch read from outside (a Redis block) whose references leave its frames."""
     frames = len(batch["frames"])
+    if len({len(v) for k, v in batch.items() if k not in FRAME_COLUMNS}) != 1:
+        raise ValueError(f"{where}: row columns of different lengths: allowed: one length")
     for name in REF_COLUMNS:
-        refs = batch[name]
+        refs = batch.get(name)
         if (
-            refs.ndim != 2
+            refs is None
+            or refs.ndim != 2
             or refs.dtype.kind not in "iu"
             or (refs.size and not 0 <= refs.min() <= refs.max() < frames)
         ):

@@ -6,6 +6,7 @@ import uuid
 
 import gymnasium as gym
 import numpy as np
+import pytest
 import ray
 
 from relayrl.replay import UniformReplay
@@ -88,3 +89,17 @@ def test_redis_replay_of_compact_blocks_samples_the_same_rows(redis_server):
     finally:
         for replay in replays:
             replay.clear()
+
+
+def test_a_redis_block_whose_frame_references_leave_its_frames_is_refused(redis_server):
+    # anyone who can reach the server can write blocks: a reference past the block's frames would read
+    # another array's memory region as frames (or raise an IndexError deep in sampling)
+    replay = RedisReplay(redis_server["address"], redis_server["password"], 50, f"bad-{uuid.uuid4().hex}")
+    try:
+        _, compact = sources(num_workers=1)[0].fragment()
+        compact["next_ref"] = compact["next_ref"] + len(compact["frames"])
+        replay.add(compact)
+        with pytest.raises(ValueError, match=r"replay block \d+ in Redis: next_ref: allowed: \[rows, k\]"):
+            replay.sample(4)
+    finally:
+        replay.clear()
