@@ -6,7 +6,13 @@
    (its variables on /GPU:0) while the rollout workers stay CPU-only; trains a few iterations.
 2. MirroredStrategy: one physical GPU split into 2 logical GPUs; one PPO update on 2 replicas equals the
    same update on 1 replica (max weight difference printed).
+3. Atari IMPALA throughput: ALE/Breakout-v5 (DeepMind preprocessing, Nature CNN), the learner in a Ray actor
+   on the GPU, every other CPU core a rollout worker; env frames/s, learner updates/s and where the time goes,
+   over a fixed wall time.
 Prints one JSON line per check. Not run in CI (CI has no GPU).
+
+    python benchmarks/gpu_check.py --atari-only --cpu   # check 3 with the learner actor on CPU, ~1 minute:
+                                                        # rehearse it here before spending device time
 """
 
 from __future__ import annotations
@@ -80,7 +86,52 @@ def placement_check() -> dict:
     return out
 
 
+def atari_impala_check(num_gpus: int, workers: int, seconds: float) -> dict:
+    """IMPALA on Breakout with the learner in a Ray actor (on the GPU when num_gpus = 1): env frames/s."""
+    from relayrl import IMPALAConfig
+
+    algo = (
+        IMPALAConfig()
+        .environment("ALE/Breakout-v5")
+        .rollouts(num_rollout_workers=workers, num_envs_per_worker=8, rollout_fragment_length=32)
+        .resources(num_gpus=num_gpus, learner_placement="actor")
+        .training(train_batch_size=512, lr=6e-4, entropy_coeff=0.01)
+        .debugging(seed=0)
+        .build()
+    )
+    start, results = time.time(), []
+    while time.time() - start < seconds:
+        results.append(algo.train())
+    steady = results[len(results) // 2 :] or results  # skip the start-up half (tracing, actors starting)
+    steps = sum(r["env_steps_this_iter"] for r in steady)
+    wall = sum(r["time_this_iter_s"] for r in steady)
+    frame_skip = algo.config.atari["frame_skip"]
+    out = {
+        "check": "atari_impala_throughput",
+        "learner": algo.learner.placement,
+        "rollout_workers": workers,
+        "iterations": len(results),
+        "env_frames_per_s": round(steps * frame_skip / wall, 1),
+        "agent_steps_per_s": round(steps / wall, 1),
+        "learner_updates_per_s": round(len(steady) / wall, 2),
+        "timers": {k: round(v, 3) for k, v in steady[-1].items() if k.startswith("timers/")},
+        "episode_reward_mean": steady[-1]["episode_reward_mean"],
+        "wall_s": round(time.time() - start, 1),
+    }
+    algo.stop()
+    return out
+
+
 def main() -> None:
+    cpu = "--cpu" in sys.argv
+    workers = max(1, (os.cpu_count() or 2) - 2)  # one core each for the driver and the learner actor
+    if "--atari-only" not in sys.argv:
+        run_placement_and_mirrored()
+    atari = atari_impala_check(0 if cpu else 1, 1 if cpu else workers, 45 if cpu else 180)
+    print(json.dumps(atari, default=str), flush=True)
+
+
+def run_placement_and_mirrored() -> None:
     print(json.dumps(placement_check(), default=str), flush=True)
     proc = subprocess.run(
         [sys.executable, "-c", MIRRORED],

@@ -3,6 +3,7 @@
     bash benchmarks/anchors/setup.sh                      # once: the incumbents' own venv
     .venv/bin/python benchmarks/run.py --workloads W1,W2,W5 --libs relayrl,sb3,rllib,cleanrl --seeds 3
     .venv/bin/python benchmarks/run.py --report-only benchmarks/results/anchors.csv
+    .venv/bin/python benchmarks/run.py --workloads W7 --libs relayrl,sb3,rllib --seeds 3 --cap W7=100000
 
 Runs the libraries ALTERNATELY (A B C A B C ... for each seed), so that load from other processes on the
 machine falls on all of them alike; each run is a fresh process (benchmarks/anchors/*_runner.py) whose JSON
@@ -45,6 +46,13 @@ COLUMNS = [
     "load1_after",
     "curve_file",
     "error",
+    # Atari (W7-W9); appended last so that the rows of an older CSV keep their columns (append_csv)
+    "cap",
+    "frames_per_s",
+    "transitions",
+    "rss_bytes",
+    "bytes_per_transition",
+    "extrapolated_1m_bytes",
 ]
 
 # (workload, library) -> variants to run; absent = the one default run ("").
@@ -52,13 +60,32 @@ VARIANTS = {
     ("W3", "relayrl"): ["raw1", "raw16", "worker16"],
     ("W5", "relayrl"): ["", "w2"],
     ("W5", "rllib"): ["r0", "r2"],
+    ("W7", "relayrl"): ["", "w2", "envpool"],  # envpool: a "not run" row where it is not importable
+    ("W7", "rllib"): ["r0", "r2"],
+    ("W9", "sb3"): ["plain", "optimized"],  # optimize_memory_usage False / True
 }
-NOT_APPLICABLE = {("W3", "sb3"), ("W3", "rllib"), ("W3", "cleanrl"), ("W5", "cleanrl")}
+NOT_APPLICABLE = {
+    ("W3", "sb3"),
+    ("W3", "rllib"),
+    ("W3", "cleanrl"),
+    ("W5", "cleanrl"),
+    ("W7", "cleanrl"),  # CleanRL's PyPI scripts do not run here (docs/benchmarks.md)
+    ("W8", "rllib"),  # the issue compares W8 and W9 with SB3 only
+    ("W8", "cleanrl"),
+    ("W9", "rllib"),
+    ("W9", "cleanrl"),
+}
 TIMEOUT_S = {"W1": 900, "W2": 1200, "W3": 120, "W4": 900, "W4R": 3600, "W5": 300, "W6": 1200}
+TIMEOUT_S.update({"W7": 1800, "W8": 6 * 3600, "W9": 1800})
+# The caps the timeouts above are sized for (agent steps; transitions for W9): `--cap` scales the timeout.
+DEFAULT_CAP = {"W7": 50_000, "W8": 1_000_000, "W9": 1_000_000}
 
 TIME_COLUMNS = ("time_to_solve_s", "first_iter_s", "wall_s")
 # workload -> (metric column, better, label, target); target = (kind, value): "ratio_max": relayrl/best <= v,
-# "ratio_min": relayrl/best >= v, "abs_max": relayrl <= v (per variant), "vs_sb3_min": relayrl/SB3 >= v.
+# "ratio_min": relayrl/best >= v, "abs_max": relayrl <= v (per variant), "vs_sb3_min": relayrl/SB3 >= v,
+# "sb3_within_noise": relayrl's mean over seeds >= SB3's mean - v pooled standard deviations of the two
+# (needs >= 2 seeds each), "mem_max": relayrl <= v["abs"] bytes and <= the median of the (library, variant)
+# v["vs"].
 METRICS = {
     "W1": [
         ("time_to_solve_s", "min", "time to last-100 mean >= 475 (s)", ("ratio_max", 0.5)),
@@ -83,11 +110,43 @@ METRICS = {
         ("time_to_solve_s", "min", "time to last-10 mean >= -200 (s)", None),
         ("updates_per_s", "max", "gradient updates/s", ("vs_sb3_min", 2.0)),
     ],
+    "W7": [
+        ("frames_per_s", "max", "Breakout env frames/s (agent steps x 4), 8 envs", ("ratio_min", 2.0)),
+        ("steps_per_s", "max", "Breakout agent steps/s", None),
+    ],
+    "W8": [
+        (
+            "final_return",
+            "max",
+            "Breakout score (last 100 games) at 1M agent steps",
+            ("sb3_within_noise", 1.0),
+        ),
+        ("wall_s", "min", "wall time of the 1M-step run (s)", None),
+    ],
+    "W9": [
+        (
+            "extrapolated_1m_bytes",
+            "min",
+            "replay memory, 1M Atari transitions",
+            ("mem_max", {"abs": 8e9, "vs": ("sb3", "optimized")}),
+        ),
+        ("bytes_per_transition", "min", "bytes per transition", None),
+        ("rss_bytes", "min", "process RSS at the size measured", None),
+    ],
 }
 
 
 # ----------------------------------------------------------------------------------------------- running
-def run_one(lib: str, workload: str, seed: int, variant: str) -> dict:
+def timeout_s(workload: str, cap: int | None) -> float:
+    """The workload's timeout, scaled with a `--cap` other than the cap it is sized for (at least 5 min)."""
+    base = TIMEOUT_S.get(workload, 1200)
+    if cap is None or workload not in DEFAULT_CAP:
+        return base
+    return max(300.0, base * cap / DEFAULT_CAP[workload])
+
+
+def run_one(lib: str, workload: str, seed: int, variant: str, cap: int | None = None) -> dict:
+    limit = timeout_s(workload, cap)
     cmd = [
         sys.executable,
         RUNNERS[lib],
@@ -98,9 +157,9 @@ def run_one(lib: str, workload: str, seed: int, variant: str) -> dict:
         "--variant",
         variant,
         "--timeout",
-        str(TIMEOUT_S.get(workload, 1200)),
-    ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TIMEOUT_S.get(workload, 1200) + 120)
+        str(limit),
+    ] + (["--cap", str(cap)] if cap is not None else [])
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 120)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         return {
@@ -117,6 +176,15 @@ def run_one(lib: str, workload: str, seed: int, variant: str) -> dict:
 def append_csv(path: str, row: dict) -> None:
     new = not os.path.exists(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    if not new:
+        with open(path, newline="") as f:
+            header = next(csv.reader(f), [])
+        if header != COLUMNS:  # an older CSV: rewrite it once under today's header, its values kept
+            old = read_csv(path)
+            with open(path, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
+                writer.writeheader()
+                writer.writerows(old)
     with open(path, "a", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
         if new:
@@ -129,7 +197,13 @@ def uptime() -> str:
 
 
 def run_all(
-    workloads: list[str], libs: list[str], seeds: int, first_seed: int, csv_path: str, log_path: str
+    workloads: list[str],
+    libs: list[str],
+    seeds: int,
+    first_seed: int,
+    csv_path: str,
+    log_path: str,
+    caps: dict[str, int] | None = None,
 ) -> None:
     with open(log_path, "a") as log:
         for workload in workloads:
@@ -140,14 +214,16 @@ def run_all(
                     if (workload, lib) in NOT_APPLICABLE:
                         continue
                     for variant in VARIANTS.get((workload, lib), [""]):
-                        row = run_one(lib, workload, seed, variant)
+                        row = run_one(lib, workload, seed, variant, (caps or {}).get(workload))
                         append_csv(csv_path, row)
                         t = row.get("time_to_solve_s") or row.get("first_iter_s")
                         print(
                             f"{workload} {lib}{'/' + variant if variant else ''} seed={seed}: "
                             f"solved={row.get('solved')} "
                             f"t={t} steps/s={row.get('steps_per_s')} updates/s={row.get('updates_per_s')} "
-                            f"return={row.get('final_return')} load={row.get('load1_before')}"
+                            f"return={row.get('final_return')} frames/s={row.get('frames_per_s')} "
+                            f"1M-transition bytes={row.get('extrapolated_1m_bytes')} "
+                            f"load={row.get('load1_before')}"
                             f"{' ERROR ' + row['error'][:200] if row.get('error') else ''}",
                             flush=True,
                         )
@@ -175,6 +251,9 @@ def metric_values(rows: list[dict], column: str) -> list[float]:
     for r in rows:
         if r.get("error") and not r.get("error", "").startswith("timeout"):
             continue
+        short = _num(r.get("cap")) is not None and (_num(r.get("env_steps")) or 0) < _num(r["cap"])
+        if r.get("workload") == "W8" and short:
+            continue  # return and wall time at 1M steps: a run stopped short of its cap (timeout) has neither
         if column == "time_to_solve_s":
             solved = str(r.get("solved")).lower() == "true"
             out.append(_num(r.get(column)) if solved and _num(r.get(column)) is not None else math.inf)
@@ -184,15 +263,17 @@ def metric_values(rows: list[dict], column: str) -> list[float]:
 
 
 def summarise(rows: list[dict]) -> dict:
-    """{(workload, library, variant): {column: (median, n, solved_count)}}"""
+    """{(workload, library, variant): {"stats": {column: (median, n, solved_count)}, "values": {column: [one
+    value per run]}, "runs": n, "errors": [...]}}"""
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault((r["workload"], r["library"], r.get("variant", "")), []).append(r)
     out = {}
     for key, runs in groups.items():
-        stats = {}
+        stats, per_run = {}, {}
         for column, *_ in METRICS.get(key[0], []):
             values = metric_values(runs, column)
+            per_run[column] = values
             if values:
                 stats[column] = (
                     statistics.median(values),
@@ -200,7 +281,7 @@ def summarise(rows: list[dict]) -> dict:
                     sum(1 for r in runs if str(r.get("solved")).lower() == "true"),
                 )
         errors = [r["error"] for r in runs if r.get("error") and not r["error"].startswith("timeout")]
-        out[key] = {"stats": stats, "runs": len(runs), "errors": errors}
+        out[key] = {"stats": stats, "values": per_run, "runs": len(runs), "errors": errors}
     return out
 
 
@@ -219,8 +300,9 @@ def best_incumbent(summary: dict, workload: str, column: str, better: str):
     return (min if better == "min" else max)(finite)
 
 
-def verdict(target, relayrl_value: float, variant: str, best, sb3_value) -> tuple[str, str, str]:
-    """-> (ratio text, target text, PASS/MISS/-)"""
+def verdict(target, relayrl_value: float, variant: str, best, ref) -> tuple[str, str, str]:
+    """-> (ratio text, target text, PASS/MISS/-); ref(library, variant) -> (its (median, n, solved) or None,
+    its per-run values) for this workload and metric."""
     ratio = relayrl_value / best[0] if best and best[0] else None
     ratio_txt = f"{ratio:.2f}x" if ratio is not None and math.isfinite(ratio) else "-"
     if target is None:
@@ -238,10 +320,35 @@ def verdict(target, relayrl_value: float, variant: str, best, sb3_value) -> tupl
             return ratio_txt, "-", "-"
         return ratio_txt, f"<= {limit} s", "PASS" if relayrl_value <= limit else "MISS"
     if kind == "vs_sb3_min":
-        r = relayrl_value / sb3_value if sb3_value else None
+        sb3 = ref("sb3", "")[0]
+        r = relayrl_value / sb3[0] if sb3 and sb3[0] else None
         txt = f"{r:.2f}x SB3" if r is not None else "-"
         return txt, f">= {value}x SB3", "PASS" if r is not None and r >= value else "MISS"
+    if kind == "sb3_within_noise":
+        return within_noise(ref("relayrl", variant)[1], ref("sb3", "")[1], value)
+    if kind == "mem_max":
+        other = ref(*value["vs"])[0]
+        target_txt = f"<= {value['abs'] / 1e9:g} GB and <= {'/'.join(value['vs'])}"
+        if other is None:
+            return ratio_txt, target_txt, f"- (no {'/'.join(value['vs'])} run)"
+        ok = relayrl_value <= value["abs"] and relayrl_value <= other[0]
+        return (
+            f"{relayrl_value / other[0]:.2f}x {'/'.join(value['vs'])}",
+            target_txt,
+            "PASS" if ok else "MISS",
+        )
     return ratio_txt, "-", "-"
+
+
+def within_noise(mine: list[float], sb3: list[float], k: float) -> tuple[str, str, str]:
+    """relayrl's mean >= SB3's mean - k pooled sample standard deviations (seed noise: how far two seeds of
+    the same library land apart); undecided below 2 runs each, where there is no noise estimate."""
+    target = f">= SB3 - {k:g} pooled SD"
+    if len(mine) < 2 or len(sb3) < 2:
+        return "-", target, f"- (needs >= 2 seeds each: {len(mine)}, {len(sb3)})"
+    noise = math.sqrt((statistics.variance(mine) + statistics.variance(sb3)) / 2)
+    gap = statistics.fmean(mine) - statistics.fmean(sb3)
+    return f"{gap:+.1f} vs SB3 (SD {noise:.1f})", target, "PASS" if gap >= -k * noise else "MISS"
 
 
 def _fmt(x: float | None, column: str) -> str:
@@ -250,6 +357,12 @@ def _fmt(x: float | None, column: str) -> str:
     if not math.isfinite(x):
         return "not solved"
     if column in TIME_COLUMNS:
+        return f"{x:.1f}"
+    if column.endswith("_bytes"):
+        return f"{x / 1e9:.2f} GB"
+    if column == "bytes_per_transition":
+        return f"{x:,.0f} B"
+    if column == "final_return" and abs(x) < 100:  # Breakout scores at 1M steps: tens
         return f"{x:.1f}"
     return f"{x:,.0f}"
 
@@ -282,14 +395,18 @@ def table(summary: dict) -> str:
                         parts.append(f"{var + ': ' if var else ''}did not run")
                 cells[lib] = "<br>".join(parts) or "-"
             best = best_incumbent(summary, workload, column, better)
-            sb3 = summary.get((workload, "sb3", ""), {}).get("stats", {}).get(column)
+
+            def ref(lib: str, var: str, workload=workload, column=column):
+                entry = summary.get((workload, lib, var))
+                return (entry["stats"].get(column), entry["values"].get(column, [])) if entry else (None, [])
+
             ratios, targets, verdicts = [], [], []
             keys_relayrl = [k for k in keys if k[1] == "relayrl"]
             for w, lib_name, var in sorted(k for k in keys if k[1] == "relayrl"):
                 stat = summary[(w, lib_name, var)]["stats"].get(column)
                 if stat is None:
                     continue
-                r, t, v = verdict(target, stat[0], var, best, sb3[0] if sb3 else None)
+                r, t, v = verdict(target, stat[0], var, best, ref)
                 tag = f"{var or 'in-process'}: " if len(ratios) or len(keys_relayrl) > 1 else ""
                 ratios.append(tag + r)
                 targets.append(tag + t)
@@ -324,6 +441,12 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    written = bar_charts(summary, out_dir, plt)
+    path = curve_chart(rows, out_dir, base_dir, plt)
+    return written + ([path] if path else [])
+
+
+def bar_charts(summary: dict, out_dir: str, plt) -> list[str]:
     written = []
     panels = [
         ("time_to_solve_s", "W1", "W1 PPO CartPole: time to solve (s)"),
@@ -338,7 +461,16 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
         ("steps_per_s", "W4", "W4 PPO HalfCheetah env steps/s"),
         ("updates_per_s", "W6", "W6 SAC Pendulum updates/s"),
     ]
-    for name, spec in (("time_bars.png", panels), ("throughput_bars.png", throughput)):
+    atari = [
+        ("frames_per_s", "W7", "W7 PPO Breakout env frames/s, 8 envs"),
+        ("final_return", "W8", "W8 Breakout score at 1M agent steps"),
+        ("extrapolated_1m_bytes", "W9", "W9 replay memory, 1M transitions (GB)"),
+    ]
+    for name, spec in (
+        ("time_bars.png", panels),
+        ("throughput_bars.png", throughput),
+        ("atari_bars.png", atari),
+    ):
         spec = [p for p in spec if any(k[0] == p[1] and p[0] in s["stats"] for k, s in summary.items())]
         if not spec:
             continue
@@ -350,16 +482,17 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
                 if w == workload and column in s["stats"]
             ]
             labels = [i[0] for i in items]
-            values = [i[1] if math.isfinite(i[1]) else 0.0 for i in items]
+            scale = 1e-9 if column.endswith("_bytes") else 1.0  # memory in GB
+            values = [i[1] * scale if math.isfinite(i[1]) else 0.0 for i in items]
             bars = ax.bar(range(len(items)), values, color=[COLORS.get(i[2], "k") for i in items])
+            if name == "atari_bars.png":  # each seed's value over its median: the seed noise W8 is judged by
+                for x, (label, _, lib) in enumerate(items):
+                    lib_var = (lib, label.partition("/")[2])
+                    runs = summary[(workload, *lib_var)]["values"][column]
+                    ax.plot([x] * len(runs), [v * scale for v in runs], "k.", ms=4)
             for bar, item in zip(bars, items):
-                text = (
-                    "not solved"
-                    if not math.isfinite(item[1])
-                    else (f"{item[1]:.1f}" if column in TIME_COLUMNS else f"{item[1]:,.0f}")
-                )
                 ax.annotate(
-                    text,
+                    _fmt(item[1], column),
                     (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                     ha="center",
                     va="bottom",
@@ -373,41 +506,50 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
         fig.savefig(path, dpi=110)
         plt.close(fig)
         written.append(path)
-    curves = [
-        w for w in ("W1", "W2", "W6", "W4R") if any(r["workload"] == w and r.get("curve_file") for r in rows)
-    ]
-    if curves:
-        fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.8), squeeze=False)
-        for ax, workload in zip(axes[0], curves):
-            seen = set()
-            for r in rows:
-                path = os.path.join(base_dir, r.get("curve_file") or "")
-                if r["workload"] != workload or not r.get("curve_file") or not os.path.exists(path):
-                    continue
-                with open(path) as f:
-                    pts = [p for p in json.load(f)["curve"] if p[2] is not None]
-                if not pts:
-                    continue
-                label = r["library"] + (f"/{r['variant']}" if r.get("variant") else "")
-                ax.plot(
-                    [p[0] for p in pts],
-                    [p[2] for p in pts],
-                    color=COLORS.get(r["library"], "k"),
-                    alpha=0.8,
-                    lw=1.2,
-                    label=None if label in seen else label,
-                )
-                seen.add(label)
-            ax.set_xlabel("wall clock from process start (s)")
-            ax.set_ylabel("mean episode return")
-            ax.set_title(f"{workload}: reward vs wall clock (one line per seed)", fontsize=9)
-            ax.legend(fontsize=8)
-        fig.tight_layout()
-        path = os.path.join(out_dir, "learning_curves.png")
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        written.append(path)
     return written
+
+
+def curve_chart(rows: list[dict], out_dir: str, base_dir: str, plt) -> str | None:
+    """learning_curves.png: each run's curve, one panel per workload that has curves."""
+    curves = [
+        w
+        for w in ("W1", "W2", "W6", "W4R", "W8")
+        if any(r["workload"] == w and r.get("curve_file") for r in rows)
+    ]
+    if not curves:
+        return None
+    fig, axes = plt.subplots(1, len(curves), figsize=(5 * len(curves), 3.8), squeeze=False)
+    for ax, workload in zip(axes[0], curves):
+        seen = set()
+        for r in rows:
+            path = os.path.join(base_dir, r.get("curve_file") or "")
+            if r["workload"] != workload or not r.get("curve_file") or not os.path.exists(path):
+                continue
+            with open(path) as f:
+                pts = [p for p in json.load(f)["curve"] if p[2] is not None]
+            if not pts:
+                continue
+            label = r["library"] + (f"/{r['variant']}" if r.get("variant") else "")
+            x_col = 1 if workload == "W8" else 0  # W8 compares returns at equal env steps
+            ax.plot(
+                [p[x_col] for p in pts],
+                [p[2] for p in pts],
+                color=COLORS.get(r["library"], "k"),
+                alpha=0.8,
+                lw=1.2,
+                label=None if label in seen else label,
+            )
+            seen.add(label)
+        ax.set_xlabel("agent steps" if workload == "W8" else "wall clock from process start (s)")
+        ax.set_ylabel("mean episode return")
+        x_name = "agent steps" if workload == "W8" else "wall clock"
+        ax.set_title(f"{workload}: reward vs {x_name} (one line per seed)", fontsize=9)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    path = os.path.join(out_dir, "learning_curves.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
 
 
 def report(csv_path: str, out_dir: str) -> str:
@@ -423,12 +565,31 @@ def report(csv_path: str, out_dir: str) -> str:
     return md
 
 
+def parse_caps(specs: list[str]) -> dict[str, int]:
+    """['W7=100000', ...] -> {'W7': 100000}; a bad one exits with one line naming it."""
+    caps = {}
+    for spec in specs:
+        workload, _, number = spec.partition("=")
+        if workload not in DEFAULT_CAP or not number.isdigit() or int(number) < 1:
+            sys.exit(f"run.py: --cap {spec!r}: allowed: W=N with W one of {sorted(DEFAULT_CAP)} and N >= 1")
+        caps[workload] = int(number)
+    return caps
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--workloads", default="W1,W2,W5", help="comma-separated: " + ",".join(METRICS))
     p.add_argument("--libs", default="relayrl,sb3,rllib,cleanrl")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument(
+        "--cap",
+        action="append",
+        default=[],
+        metavar="W=N",
+        help="step cap of workload W instead of its default (agent steps for W7/W8, transitions for W9): "
+        "--cap W7=100000; the timeout scales with it",
+    )
     p.add_argument("--csv", default=os.path.join(HERE, "results", "anchors.csv"))
     p.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for table.md and the PNGs")
     p.add_argument(
@@ -445,8 +606,10 @@ def main() -> None:
         sys.exit(
             f"run.py: unknown workload/library {bad}; workloads: {sorted(METRICS)}, libs: {sorted(RUNNERS)}"
         )
+    caps = parse_caps(args.cap)
     os.makedirs(args.out, exist_ok=True)
-    run_all(workloads, libs, args.seeds, args.first_seed, args.csv, os.path.join(args.out, "run_log.txt"))
+    log = os.path.join(args.out, "run_log.txt")
+    run_all(workloads, libs, args.seeds, args.first_seed, args.csv, log, caps)
     print(report(args.csv, args.out))
 
 

@@ -12,6 +12,7 @@ Stdlib only at import time (the parent may run under any venv); the child side i
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 HERE = os.path.dirname(os.path.abspath(__file__))
 ANCHOR_PYTHON = os.path.join(HERE, ".venv", "bin", "python")
 RESULTS_DIR = os.path.join(os.path.dirname(HERE), "results")
+REPLAY_MEMORY_SCRIPT = os.path.join(os.path.dirname(HERE), "replay_memory.py")
 PREFIX = "BENCH "
 
 
@@ -59,7 +61,120 @@ WORKLOADS = {
     "W6": Workload(
         "W6", "sac", "Pendulum-v1", -200.0, 10, 20_000, "SAC Pendulum-v1: time to last-10 mean >= -200"
     ),
+    # Atari: caps count AGENT steps (one agent step = FRAME_SKIP emulator frames); `--cap` changes them.
+    "W7": Workload(
+        "W7",
+        "ppo",
+        "ALE/Breakout-v5",
+        None,
+        100,
+        50_000,
+        "PPO Breakout, 8 envs: frames/s over 50k agent steps",
+    ),
+    "W8": Workload(
+        "W8",
+        "ppo",
+        "ALE/Breakout-v5",
+        None,
+        100,
+        1_000_000,
+        "PPO Breakout: mean game score of the last 100 games at 1M agent steps (4M frames)",
+    ),
+    "W9": Workload(
+        "W9", "replay", "ALE/Breakout-v5", None, 0, 1_000_000, "DQN replay memory of 1M Atari transitions"
+    ),
 }
+
+# ------------------------------------------------------------------------------------------------- Atari
+# One preprocessing for every library (DeepMind, Mnih et al. 2015, as SB3's AtariWrapper and relayrl's
+# `atari` options do it): ALE v5 with sticky actions 0.25 and its 108k-frame limit, made WITHOUT frame skip so
+# that the wrappers skip 4 frames and max-pool the last two; up to 30 no-ops after reset; 84x84 grey; 4 frames
+# stacked; a lost life ends the learner's episode and rewards are clipped to their sign (training signals
+# only: the returns reported are real game scores, except RLlib's, see rllib_runner.py). One difference is
+# left as each library has it: SB3's and RLlib's wrappers press FIRE after every reset and lost life,
+# relayrl's options have no such step (sb3_runner.py's variant "nofire" runs SB3 without it).
+FRAME_SKIP = 4
+ALE_KWARGS = dict(
+    frameskip=1, repeat_action_probability=0.25, full_action_space=False, max_num_frames_per_episode=108_000
+)
+ATARI_PREPROCESSING = dict(
+    noop_max=30, frame_skip=FRAME_SKIP, screen_size=84, frame_stack=4, episodic_life=True, clip_rewards=True
+)
+# rl_zoo3 2.9.2 hyperparams/ppo.yml, entry `atari:` (AtariWrapper, frame_stack 4, CnnPolicy, n_envs 8,
+# n_steps 128, n_epochs 4, batch_size 256, n_timesteps 1e7, learning_rate lin_2.5e-4, clip_range lin_0.1,
+# vf_coef 0.5, ent_coef 0.01); SB3's PPO defaults for the rest (gamma 0.99, gae_lambda 0.95,
+# max_grad_norm 0.5, no value clipping). Every library gets these: lr falls linearly to 0 at n_timesteps
+# agent steps (the zoo's schedule, not rescaled to the workload's cap), and so does the clip range where the
+# library can schedule it (SB3; relayrl and RLlib keep 0.1: it is 0.09 at 1M steps in the zoo's run).
+ZOO_PPO_ATARI = dict(
+    n_envs=8,
+    n_steps=128,
+    n_epochs=4,
+    batch_size=256,
+    n_timesteps=10_000_000,
+    learning_rate=2.5e-4,
+    clip_range=0.1,
+    vf_coef=0.5,
+    ent_coef=0.01,
+    gamma=0.99,
+    gae_lambda=0.95,
+    max_grad_norm=0.5,
+)
+
+
+def is_atari(w: Workload) -> bool:
+    return w.env.startswith("ALE/")
+
+
+def register_ale() -> None:
+    """gymnasium 1.x no longer finds ale_py's ids by itself."""
+    import ale_py
+    import gymnasium as gym
+
+    gym.register_envs(ale_py)
+
+
+def torch_threads(w: Workload) -> int:
+    """One torch thread for the MLP workloads (see sb3_runner.py), all cores for Atari's conv nets, as
+    relayrl gives TensorFlow (learner_threads 'auto'); ANCHOR_TORCH_THREADS overrides both."""
+    default = (os.cpu_count() or 1) if is_atari(w) else 1
+    return int(os.environ.get("ANCHOR_TORCH_THREADS", default))
+
+
+# W9's measurement is benchmarks/replay_memory.py, run in the venv of the library it measures. Its contract:
+#   python benchmarks/replay_memory.py --library relayrl|sb3 --variant V --transitions N
+# (V for sb3: "plain" = optimize_memory_usage=False, "optimized" = True; "" for relayrl) prints JSON lines;
+# the last one is the result: {"library", "variant", "transitions", "rss_bytes", "bytes_per_transition",
+# "extrapolated_1m_bytes"}.
+MEMORY_FIELDS = ("transitions", "rss_bytes", "bytes_per_transition", "extrapolated_1m_bytes")
+
+
+def memory_cmd(python: str, library: str, w: Workload, variant: str) -> list[str]:
+    if not os.path.exists(REPLAY_MEMORY_SCRIPT):
+        raise NotImplementedError("benchmarks/replay_memory.py is missing")
+    return [
+        python,
+        REPLAY_MEMORY_SCRIPT,
+        "--library",
+        library,
+        "--variant",
+        variant,
+        "--transitions",
+        str(w.cap),
+    ]
+
+
+def parse_memory(line: str, now: float, run: Run, window) -> bool:
+    """replay_memory.py's JSON lines: the last one wins."""
+    if not line.startswith("{"):
+        return False
+    try:
+        result = json.loads(line)
+    except json.JSONDecodeError:
+        return False
+    if isinstance(result, dict):
+        run.extra.update({k: result[k] for k in MEMORY_FIELDS if isinstance(result.get(k), (int, float))})
+    return False
 
 
 # ----------------------------------------------------------------------------------------------- child side
@@ -137,6 +252,8 @@ def steady_rate(points: list[list[float]], col: int = 1, skip_frac: float = 0.1)
     final = points[-1][col]
     start = next((p for p in points if p[col] > skip_frac * final), points[0])
     dt = points[-1][0] - start[0]
+    if start[col] >= final:  # one measurement (a run of one iteration): no rate, rather than 0
+        return None
     return (final - start[col]) / dt if dt > 0 else None
 
 
@@ -282,7 +399,10 @@ def finish(run: Run, workload: Workload, wall: float, load_before: float) -> dic
         "load1_after": round(os.getloadavg()[0], 2),
         "curve_file": os.path.relpath(curve_file, os.path.dirname(RESULTS_DIR)) if curve_file else "",
         "error": run.error,
+        "cap": workload.cap,
     }
+    if is_atari(workload) and out["steps_per_s"] is not None and workload.name != "W9":
+        out["frames_per_s"] = round(out["steps_per_s"] * FRAME_SKIP, 2)  # agent steps x frame skip
     out.update({k: v for k, v in run.extra.items() if k not in out and k not in ("env_steps",)})
     if run.extra.get("library"):  # W3: the raw env rows are gymnasium's, run from relayrl's runner
         out["library"] = run.extra["library"]
@@ -311,9 +431,14 @@ def cli(
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--variant", default="")
     p.add_argument("--timeout", type=float, default=default_timeout)
+    p.add_argument("--cap", type=int, default=None, help="step cap instead of the workload's (agent steps)")
     p.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = p.parse_args()
     w = WORKLOADS[args.workload]
+    if args.cap is not None:
+        if args.cap < 1:
+            p.error(f"--cap must be >= 1 (got {args.cap})")
+        w = dataclasses.replace(w, cap=args.cap)
     if args.child:
         child_main(w, args.seed, args.variant)
         return
@@ -364,6 +489,8 @@ def self_cmd(script: str, w: Workload, seed: int, variant: str, python: str = AN
         str(seed),
         "--variant",
         variant,
+        "--cap",
+        str(w.cap),
     ]
 
 

@@ -9,6 +9,15 @@ W3 (raw env limit) runs here too, in relayrl's venv: variants raw1 (one gymnasiu
 raw16 (gym.make_vec, 16 envs, random actions) and worker16 (relayrl's RolloutWorker, 16 envs: numpy policy
 forward, action sampling and GAE every fragment). Each is measured for a few seconds after a warm-up.
 
+Atari (W7, W8): `python -m relayrl.cli train ppo ALE/Breakout-v5 --config FILE ...` where FILE (written to
+benchmarks/results/configs/ before the run) holds the SB3 zoo's Atari recipe on relayrl's fields
+(atari_fields(): common.ZOO_PPO_ATARI, the Nature CNN, the `atari` options of common.ATARI_PREPROCESSING),
+so relayrl's tuned defaults play no part. Its episode returns are real game scores (relayrl/envs/atari.py:
+episodic life and reward clipping are the learner's signals only). Variants: "" (8 envs in-process), "w2"
+(2 Ray workers x 4 envs), "envpool" (in-process, vector_backend envpool: envpool's own ALE build and C++
+preprocessing with the same options; reported as not run where envpool is not importable).
+W9 runs benchmarks/replay_memory.py in relayrl's venv.
+
 The learning curve comes from the CLI's progress lines (stderr, at most every 0.5 s), timed by this parent
 from the moment it started the child; time_to_solve_s is the CLI's own figure (time since the child process
 was created, psutil's create_time).
@@ -47,9 +56,97 @@ def relayrl_version() -> str:
     return f"{out.stdout.strip() or '?'}+{rev.stdout.strip() or '?'}"
 
 
+def atari_fields(variant: str) -> dict:
+    """relayrl's config fields for the zoo's Atari PPO recipe (common.ZOO_PPO_ATARI)."""
+    hp, pre = common.ZOO_PPO_ATARI, common.ATARI_PREPROCESSING
+    workers = 2 if variant == "w2" else 0
+    return {
+        "num_envs_per_worker": hp["n_envs"] // max(workers, 1),  # 8 envs in all, as every library
+        "vector_backend": "envpool" if variant == "envpool" else "gymnasium",
+        "train_batch_size": hp["n_envs"] * hp["n_steps"],
+        "rollout_fragment_length": hp["n_steps"],
+        "scale_rewards": False,
+        "sgd_minibatch_size": hp["batch_size"],
+        "num_sgd_iter": hp["n_epochs"],
+        "lr_schedule": [[0, hp["learning_rate"]], [hp["n_timesteps"], 0.0]],
+        "clip_param": hp["clip_range"],
+        "entropy_coeff": hp["ent_coef"],
+        "vf_loss_coeff": hp["vf_coef"],
+        "gamma": hp["gamma"],
+        "lambda_": hp["gae_lambda"],
+        "grad_clip": hp["max_grad_norm"],
+        "vf_clip_param": None,
+        # SB3's CnnPolicy: NatureCNN (valid padding) -> 512 relu, shared by the policy and value heads
+        "model": {
+            "conv_filters": [[32, 8, 4], [64, 4, 2], [64, 3, 1]],
+            "fcnet_hiddens": [512],
+            "fcnet_activation": "relu",
+            "vf_share_layers": True,
+        },
+        "atari": {
+            "preprocess": True,
+            "noop_max": pre["noop_max"],
+            "frame_skip": pre["frame_skip"],
+            "screen_size": pre["screen_size"],
+            "grayscale": True,
+            "frame_stack": pre["frame_stack"],
+            "repeat_action_probability": common.ALE_KWARGS["repeat_action_probability"],
+            "full_action_space": common.ALE_KWARGS["full_action_space"],
+            "max_episode_frames": common.ALE_KWARGS["max_num_frames_per_episode"],
+            "episodic_life": pre["episodic_life"],
+            "clip_rewards": pre["clip_rewards"],
+        },
+        "metrics_num_episodes_for_smoothing": 100,  # W8: the mean score of the last 100 games
+    }
+
+
+def envpool_missing() -> bool:
+    import subprocess
+
+    probe = subprocess.run([relayrl_python(), "-c", "import envpool"], capture_output=True, timeout=120)
+    return probe.returncode != 0
+
+
+def atari_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
+    if variant not in ("", "w2", "envpool"):
+        raise NotImplementedError(f"{w.name} variants: '' (in-process), w2, envpool (got {variant!r})")
+    if variant == "envpool" and envpool_missing():
+        raise NotImplementedError("envpool is not importable in relayrl's venv")
+    # A JSON file is YAML too: no YAML writer needed here, the parent may run under any venv.
+    path = os.path.join(
+        common.RESULTS_DIR, "configs", f"{w.name}_relayrl{'_' + variant if variant else ''}.json"
+    )
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(atari_fields(variant), f, indent=1)
+    return [
+        relayrl_python(),
+        "-m",
+        "relayrl.cli",
+        "train",
+        w.algo,
+        w.env,
+        "--seed",
+        str(seed),
+        "--workers",
+        str(2 if variant == "w2" else 0),
+        "--config",
+        path,
+        "--stop-timesteps",
+        str(w.cap),
+        "--json",
+        "--logdir",
+        "tb",
+    ]
+
+
 def make_cmd(w: common.Workload, seed: int, variant: str):
     if w.name == "W3":
         return common.self_cmd(__file__, w, seed, variant, python=relayrl_python()), None
+    if w.name == "W9":
+        return common.memory_cmd(relayrl_python(), "relayrl", w, variant), None
+    if common.is_atari(w):
+        return atari_cmd(w, seed, variant), None
     workers = 2 if variant == "w2" else 0
     cmd = [
         os.path.join(VENV_BIN, "relayrl"),
@@ -76,6 +173,8 @@ def make_cmd(w: common.Workload, seed: int, variant: str):
 
 
 def parse(line: str, now: float, run: common.Run, window) -> bool:
+    if run.workload == "W9":
+        return common.parse_memory(line, now, run, window)
     m = PROGRESS.match(line.strip())
     if m:
         reward = float(m.group(3))

@@ -16,6 +16,16 @@ value here):
       tau .005, train batch 256, prioritized replay (100k, alpha 1, beta 0), learning starts 256,
       fcnet [256, 256] relu (xavier), smoothing over 5 episodes in the file (10 here: the workload's window).
   W5  W1's config; variant r0 = no env runners (sampling in the driver), r2 = 2 env runners.
+  W7  not RLlib's tuned ppo/atari_ppo.py but the SB3 zoo's Atari recipe (common.ZOO_PPO_ATARI), so that every
+      library runs the same one: train batch 8 envs x 128, minibatch 256, 4 epochs, lr 2.5e-4 falling
+      linearly to 0 at 1e7 steps, clip 0.1, entropy 0.01, vf 0.5, no KL term, no value clipping, grad norm
+      0.5; the Nature CNN (valid padding) with one 512 relu layer per head (RLlib's conv encoder has no shared
+      dense layer: ~17% more multiply-adds than SB3's and relayrl's shared 512). RLlib's own Atari path:
+      ALE v5 without frame skip (common.ALE_KWARGS) in `wrap_atari_for_new_api_stack(dim=84, frameskip=4,
+      framestack=4)` (noop 30, max-pool, episodic life, FIRE after reset, float observations) and rewards
+      clipped to their sign by a wrapper (the new API stack ignores `clip_rewards`). So its
+      episode_return_mean is per life and clipped: W7 uses only its step counts. Variants r0 = the 8 envs in
+      the driver, r2 (and "") = 2 env runners x 4 envs, RLlib's default runner count.
 Ray is started with the dashboard off (as relayrl starts it by default) and usage stats off.
 """
 
@@ -71,6 +81,8 @@ def config_for(w: common.Workload, seed: int, variant: str):
         )
         if variant in ("r0", "r2"):
             config = config.env_runners(num_env_runners=int(variant[1]))
+    elif w.algo == "ppo" and common.is_atari(w):
+        config = atari_config(w, variant)
     elif w.algo == "dqn":
         from ray.rllib.algorithms.dqn import DQNConfig
 
@@ -169,6 +181,71 @@ def config_for(w: common.Workload, seed: int, variant: str):
     return config.debugging(seed=seed, log_level="ERROR")
 
 
+def atari_config(w: common.Workload, variant: str):
+    """PPO with the zoo's Atari recipe on RLlib's Atari wrappers (see the module docstring)."""
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+    from ray.tune.registry import register_env
+
+    if variant not in ("", "r0", "r2"):
+        raise SystemExit(f"rllib_runner: {w.name} variants: r0, r2 (got {variant!r})")
+    env_id, pre, hp, ale_kwargs = w.env, common.ATARI_PREPROCESSING, common.ZOO_PPO_ATARI, common.ALE_KWARGS
+
+    def make_env(
+        env_config,
+    ):  # runs in the env-runner actors: no reference to `common` (not importable there)
+        import ale_py
+        import gymnasium as gym
+        import numpy as np
+        from ray.rllib.env.wrappers.atari_wrappers import wrap_atari_for_new_api_stack
+
+        gym.register_envs(ale_py)
+        env = wrap_atari_for_new_api_stack(
+            gym.make(env_id, **ale_kwargs),
+            dim=pre["screen_size"],
+            frameskip=pre["frame_skip"],
+            framestack=pre["frame_stack"],
+        )
+        return gym.wrappers.TransformReward(env, np.sign)
+
+    register_env("bench-atari", make_env)
+    runners = 0 if variant == "r0" else 2
+    return (
+        PPOConfig()
+        .environment("bench-atari")
+        .env_runners(
+            num_env_runners=runners,
+            num_envs_per_env_runner=hp["n_envs"] // max(runners, 1),
+            rollout_fragment_length=hp["n_steps"],
+        )
+        .training(
+            train_batch_size_per_learner=hp["n_envs"] * hp["n_steps"],
+            minibatch_size=hp["batch_size"],
+            num_epochs=hp["n_epochs"],
+            lr=[[0, hp["learning_rate"]], [hp["n_timesteps"], 0.0]],
+            clip_param=hp["clip_range"],
+            vf_clip_param=float("inf"),
+            entropy_coeff=hp["ent_coef"],
+            vf_loss_coeff=hp["vf_coef"],
+            use_kl_loss=False,
+            kl_coeff=0.0,
+            grad_clip=hp["max_grad_norm"],
+            grad_clip_by="global_norm",
+            gamma=hp["gamma"],
+            lambda_=hp["gae_lambda"],
+        )
+        .rl_module(
+            model_config=DefaultModelConfig(
+                conv_filters=[[32, 8, 4, "valid"], [64, 4, 2, "valid"], [64, 3, 1, "valid"]],
+                conv_activation="relu",
+                head_fcnet_hiddens=[512],
+                head_fcnet_activation="relu",
+                vf_share_layers=True,
+            )
+        )
+    )
+
+
 def child(w: common.Workload, seed: int, variant: str) -> None:
     import logging
 
@@ -176,9 +253,9 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
     import ray
     import torch
 
-    # One torch thread in the driver (its local learner), as in sb3_runner.py and as relayrl gives TF for
-    # MLPs; Ray already starts its env-runner actors with OMP_NUM_THREADS=1.
-    torch.set_num_threads(int(os.environ.get("ANCHOR_TORCH_THREADS", "1")))
+    # The driver's torch threads (its local learner): one for MLPs, all cores for Atari's conv net, as
+    # relayrl gives TF (common.torch_threads); Ray starts its env-runner actors with OMP_NUM_THREADS=1.
+    torch.set_num_threads(common.torch_threads(w))
 
     ray.init(include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False)
     algo = config_for(w, seed, variant).build_algo()
@@ -208,6 +285,8 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
 def make_cmd(w: common.Workload, seed: int, variant: str):
     if w.name == "W3":
         raise NotImplementedError("W3 is the raw env limit (gymnasium) and relayrl's sampler: relayrl_runner")
+    if w.name in ("W8", "W9"):
+        raise NotImplementedError(f"{w.name} compares relayrl with SB3 only (issue 16)")
     return common.self_cmd(__file__, w, seed, variant), None
 
 

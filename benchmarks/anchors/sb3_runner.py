@@ -4,10 +4,17 @@ process of the anchors venv and prints one JSON line (see common.py).
     benchmarks/anchors/.venv/bin/python benchmarks/anchors/sb3_runner.py --workload W1 --seed 0
 
 Hyperparameters are copied by value from rl_zoo3 2.9.2, `rl_zoo3/hyperparams/{ppo,dqn,sac}.yml`
-(entries CartPole-v1, HalfCheetah-v4 used for HalfCheetah-v5, Pendulum-v1); SB3 defaults for the rest.
+(entries CartPole-v1, HalfCheetah-v4 used for HalfCheetah-v5, Pendulum-v1, atari: common.ZOO_PPO_ATARI);
+SB3 defaults for the rest.
 The zoo's schedules run over its own `n_timesteps`; we train up to the workload's step cap instead, so the
 schedules are rescaled to reach their zoo values at the same env step (a linear schedule to 0 at 1e5 steps
 stays at 0 past it) -- the zoo's run, step for step, only allowed to continue.
+
+Atari (W7, W8): the zoo's recipe, `make_atari_env` (Monitor inside SB3's AtariWrapper, so the returns are
+whole games, unclipped) + VecFrameStack(4), on ALE v5 made without frame skip (common.ALE_KWARGS: the wrapper
+skips). Variant "nofire" drops the one part of AtariWrapper that relayrl's `atari` options lack: FireResetEnv
+(press FIRE after every reset and lost life); the default "" is the zoo's wrapper as it is.
+W9 runs benchmarks/replay_memory.py in this venv (variants "plain" and "optimized": optimize_memory_usage).
 """
 
 from __future__ import annotations
@@ -83,10 +90,11 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.vec_env import VecNormalize
 
-    # One torch thread, as relayrl gives TensorFlow for MLPs (relayrl/learning/placement.py): with 2
+    # One torch thread for MLPs, as relayrl gives TensorFlow (relayrl/learning/placement.py): with 2
     # threads torch's OpenMP pool spin-waits whenever other processes hold the cores (seen here: ~100 env
     # steps/s for the first 130 s of a W1 run while other sessions ran tests, 4.6k steps/s once they stopped).
-    torch.set_num_threads(int(os.environ.get("ANCHOR_TORCH_THREADS", "1")))
+    # All cores for Atari's conv net, as relayrl gives TensorFlow for conv nets (common.torch_threads).
+    torch.set_num_threads(common.torch_threads(w))
 
     class Report(BaseCallback):
         rollouts = 0
@@ -167,6 +175,8 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
                 net_arch=dict(pi=[256, 256], vf=[256, 256]),
             ),
         )
+    elif w.algo == "ppo" and common.is_atari(w):
+        model = atari_ppo(w, seed, variant, total)
     elif w.algo == "sac":
         hp = ZOO_SAC_PENDULUM
         env = make_vec_env(w.env, n_envs=1, seed=seed)
@@ -178,11 +188,76 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
     rep.emit(event="done", env_steps=model.num_timesteps)
 
 
+def atari_ppo(w: common.Workload, seed: int, variant: str, total: int):
+    """PPO with the zoo's `atari` entry on w.env (see the module docstring)."""
+    from stable_baselines3 import PPO
+    from stable_baselines3.common import atari_wrappers as aw
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import VecFrameStack
+
+    if variant not in ("", "nofire"):
+        raise SystemExit(
+            f"sb3_runner: {w.name} variants: '' (the zoo's AtariWrapper), nofire (got {variant!r})"
+        )
+    pre = common.ATARI_PREPROCESSING
+
+    def without_fire_reset(env):  # AtariWrapper's chain, in its order, less FireResetEnv
+        env = aw.NoopResetEnv(env, noop_max=pre["noop_max"])
+        env = aw.EpisodicLifeEnv(aw.MaxAndSkipEnv(env, skip=pre["frame_skip"]))
+        return aw.ClipRewardEnv(aw.WarpFrame(env, width=pre["screen_size"], height=pre["screen_size"]))
+
+    common.register_ale()
+    hp = common.ZOO_PPO_ATARI
+    env = make_vec_env(  # what make_atari_env does, with the wrapper chosen by the variant
+        w.env,
+        n_envs=hp["n_envs"],
+        seed=seed,
+        env_kwargs=common.ALE_KWARGS,
+        wrapper_class=without_fire_reset if variant == "nofire" else aw.AtariWrapper,
+        wrapper_kwargs=None
+        if variant == "nofire"
+        else dict(
+            noop_max=pre["noop_max"],
+            frame_skip=pre["frame_skip"],
+            screen_size=pre["screen_size"],
+            terminal_on_life_loss=pre["episodic_life"],
+            clip_reward=pre["clip_rewards"],
+        ),
+    )
+    env = VecFrameStack(env, n_stack=pre["frame_stack"])
+    return PPO(
+        "CnnPolicy",
+        env,
+        n_steps=hp["n_steps"],
+        n_epochs=hp["n_epochs"],
+        batch_size=hp["batch_size"],
+        learning_rate=_linear(hp["learning_rate"], hp["n_timesteps"], total),
+        clip_range=_linear(hp["clip_range"], hp["n_timesteps"], total),
+        vf_coef=hp["vf_coef"],
+        ent_coef=hp["ent_coef"],
+        gamma=hp["gamma"],
+        gae_lambda=hp["gae_lambda"],
+        max_grad_norm=hp["max_grad_norm"],
+        seed=seed,
+        device="cpu",
+    )
+
+
 def make_cmd(w: common.Workload, seed: int, variant: str):
     if w.name == "W3":
         raise NotImplementedError("W3 is the raw env limit (gymnasium) and relayrl's sampler: relayrl_runner")
+    if w.name == "W9":
+        if variant not in ("plain", "optimized"):
+            raise NotImplementedError(f"W9 variants: plain, optimized (got {variant!r})")
+        return common.memory_cmd(common.ANCHOR_PYTHON, "sb3", w, variant), None
     return common.self_cmd(__file__, w, seed, variant), None
 
 
 if __name__ == "__main__":
-    common.cli("sb3", make_cmd, lambda: common.anchor_version("stable-baselines3"), child_main=child)
+    common.cli(
+        "sb3",
+        make_cmd,
+        lambda: common.anchor_version("stable-baselines3"),
+        child_main=child,
+        line_parser=common.parse_memory,
+    )

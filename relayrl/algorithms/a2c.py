@@ -136,17 +136,22 @@ class A2C(Algorithm):
     def loss_recipe(self):
         from relayrl.sampling.grad_worker import LossRecipe
 
-        return LossRecipe(a2c_loss, A2C_METRICS, loss_hparams(self.config), self.batch_preparation())
+        # workers never standardise their own fragment: that is the driver's, over the whole batch
+        prepare = self.batch_preparation(normalize=False)
+        return LossRecipe(a2c_loss, A2C_METRICS, loss_hparams(self.config), prepare)
 
-    def batch_preparation(self) -> Callable[[dict], dict]:
+    def batch_preparation(self, normalize: bool | None = None) -> Callable[[dict], dict]:
         """The advantage post-processing applied to every batch (REINFORCE overrides it); picklable, so
-        gradient workers apply exactly the same."""
-        return functools.partial(prepare_batch, normalize=self.config.normalize_advantages)
+        gradient workers apply exactly the same. normalize None: the config's normalize_advantages."""
+        normalize = self.config.normalize_advantages if normalize is None else normalize
+        return functools.partial(prepare_batch, normalize=normalize)
 
     def training_step(self) -> dict[str, float]:
         c: A2CConfig = self.config
         self.apply_lr_schedule()
-        if c.update_mode == "gradients":
+        if c.update_mode == "gradients" and c.normalize_advantages:
+            metrics = self._standardised_gradient_step()
+        elif c.update_mode == "gradients":  # one round trip: sample and gradients in the same call
             with self.timers("sample"):
                 fragments, grads, metrics = self.workers.gradients()
             self.record_fragments(fragments)
@@ -161,4 +166,21 @@ class A2C(Algorithm):
                 metrics = self.learner.update(batch, whole_batch(len(batch["obs"])))
         with self.timers("sync"):
             self.publish_weights()
+        return metrics
+
+    def _standardised_gradient_step(self) -> dict[str, float]:
+        """Gradients mode with advantages standardised over the whole batch, as the sample-shipping learner
+        does: the workers keep their fragments and send their advantages, the driver sends back the batch's
+        mean and std with the request for gradients (two round trips instead of one)."""
+        with self.timers("sample"):
+            fragments, rows = self.workers.sample_and_keep()
+        advantages = np.concatenate([f.data.pop("advantages") for f in fragments]).astype(np.float64)
+        self.record_fragments(fragments)
+        with self.timers("learn"):
+            every_row = [np.arange(n) for n in rows]
+            stats = (float(advantages.mean()), float(advantages.std()))
+            grads, metrics = self.workers.minibatch_gradients(every_row, stats)
+            metrics["grad_gnorm"] = self.learner.apply_gradients(grads)
+        resampled = self.workers.pop_resampled()
+        self.record_fragments(resampled, [f.sample_time_s for f in resampled])
         return metrics

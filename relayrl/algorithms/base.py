@@ -197,11 +197,11 @@ class Algorithm(CheckpointState, PolicyExports, PolicyActions):
 
             self.learner.set_lr(piecewise_linear(self.config.lr_schedule, self.timesteps_total))
 
-    def publish_weights(self) -> None:
+    def publish_weights(self, new_obs_stats: bool = True) -> None:
         """New version out to the workers (one ray.put on the Ray runtime; a learner actor's weights go
         straight from its process to the object store, never through the driver)."""
         self.weights_version += 1
-        if self.obs_moments is not None:  # the new observation statistics ride with this version
+        if self.obs_moments is not None and new_obs_stats:  # new observation statistics ride with it
             weights = self.learner.get_weights()
             weights[-2:] = [self.obs_moments.mean.astype(np.float32), self.obs_moments.std.astype(np.float32)]
             self.learner.set_weights(weights)

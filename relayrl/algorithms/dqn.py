@@ -17,7 +17,6 @@ from relayrl.algorithms.state import InProcessReplayCheckpoint
 from relayrl.core import checks as C
 from relayrl.core.knobs import knob
 from relayrl.core.ops import piecewise_linear
-from relayrl.learning.placement import refuse_actor_learner
 from relayrl.replay import PrioritizedReplay, UniformReplay
 from relayrl.sampling.settings import Exploration, Sampling
 
@@ -120,12 +119,6 @@ class DQNConfig(EpsilonGreedyConfig):
                     f"{type(self).__name__}.prioritized_replay = True is invalid with "
                     "replay_backend='redis': allowed: False (the Redis backend is uniform)"
                 )
-        if self.prioritized_replay:
-            refuse_actor_learner(
-                self,
-                "prioritized_replay = True: priorities are the learner's TD errors, which a learner in a Ray "
-                "actor does not send back",
-            )
         if self.train_batch_size > self.replay_buffer_capacity:
             raise ValueError(
                 f"DQNConfig.train_batch_size = {self.train_batch_size} is invalid: allowed: at most "

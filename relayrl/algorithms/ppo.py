@@ -152,9 +152,8 @@ class PPO(Algorithm):
         from relayrl.runtime.gradient_fleets import GradientWorkers
         from relayrl.sampling.grad_worker import LossRecipe, no_preparation
 
-        recipe = LossRecipe(
-            ppo_loss, PPO_METRICS, ppo_hparams(c), no_preparation, minibatch_prepare=ppo_prepare
-        )
+        # no per-worker minibatch_prepare: the driver sends each minibatch's advantage statistics
+        recipe = LossRecipe(ppo_loss, PPO_METRICS, ppo_hparams(c), no_preparation)
         return self.with_fault_tolerance(
             GradientWorkers(
                 self.sampler_settings(), recipe, c.num_rollout_workers, c.num_cpus_per_worker, c.address
@@ -182,21 +181,27 @@ class PPO(Algorithm):
         workers on their own rows of the minibatch (parameter-server style): one round trip per step."""
         with self.timers("sample"):
             fragments, rows = self.workers.sample_and_keep()
+        advantages = np.concatenate([f.data.pop("advantages") for f in fragments])  # in row order
         self.record_fragments(fragments)
         starts = np.cumsum([0] + rows)
         sums: dict[str, float] = {}
         with self.timers("learn"):
             self.apply_lr_schedule()
             steps = self._minibatch_indices(int(starts[-1]))
-            for minibatch in steps:
+            for k, minibatch in enumerate(steps):
                 shares = [
                     minibatch[(minibatch >= lo) & (minibatch < hi)] - lo for lo, hi in zip(starts, starts[1:])
                 ]
-                grads, metrics = self.workers.minibatch_gradients(shares)
+                adv = advantages[minibatch].astype(np.float64)
+                grads, metrics = self.workers.minibatch_gradients(
+                    shares, (float(adv.mean()), float(adv.std()))
+                )
                 metrics["grad_gnorm"] = self.learner.apply_gradients(grads)
-                for k, v in metrics.items():
-                    sums[k] = sums.get(k, 0.0) + v
-                self.publish_weights()  # the next step's gradients are taken at the new weights
+                for name, v in metrics.items():
+                    sums[name] = sums.get(name, 0.0) + v
+                # the next step's gradients are taken at the new weights; the iteration's new observation
+                # statistics ride only with its last version (the batch was sampled with the old ones)
+                self.publish_weights(new_obs_stats=k == len(steps) - 1)
         resampled = self.workers.pop_resampled()  # by workers restarted during the SGD steps
         self.record_fragments(resampled, [f.sample_time_s for f in resampled])
         return {k: v / len(steps) for k, v in sums.items()}

@@ -40,6 +40,7 @@ class REINFORCE(A2C):
     config_class = REINFORCEConfig
     name = "REINFORCE"
 
-    def batch_preparation(self) -> Callable[[dict], dict]:
+    def batch_preparation(self, normalize: bool | None = None) -> Callable[[dict], dict]:
         c: REINFORCEConfig = self.config
-        return functools.partial(prepare_batch, normalize=c.normalize_advantages, use_baseline=c.use_baseline)
+        normalize = c.normalize_advantages if normalize is None else normalize
+        return functools.partial(prepare_batch, normalize=normalize, use_baseline=c.use_baseline)

@@ -114,8 +114,12 @@ class ReplayActorCritic(InProcessReplayCheckpoint, Algorithm):
 
     def training_step(self) -> dict[str, float]:
         c: ReplayActorCriticConfig = self.config
+        # uniform random actions until learning_starts, as SB3 and CleanRL: a fresh actor covers little of
+        # the action space (TD3's tanh(~0) + N(0, 0.1): std 0.1). Said on every call: a re-created or
+        # resumed worker follows too. Exploration(uniform=...) leaves each worker's own noise settings.
+        warm_up = Exploration(uniform=self.timesteps_total < c.learning_starts)
         with self.timers("sample"):
-            fragments = self.workers.sample()
+            fragments = self.workers.sample(warm_up)
         steps_before = self.timesteps_total
         self.record_fragments(fragments)
         for fragment in fragments:

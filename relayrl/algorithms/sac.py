@@ -38,39 +38,46 @@ SAC_METRICS = ("critic_loss", "actor_loss", "alpha_loss", "alpha", "entropy", "q
 
 
 def sac_loss(
-    model: SACModel, mb: dict, hp: dict, target_entropy: float, noise: tuple | None = None
+    model: SACModel,
+    mb: dict,
+    hp: dict,
+    target_entropy: float,
+    noise: tuple | None = None,
+    group: str | None = None,
 ) -> tuple[dict, dict]:
     """Critic, actor and temperature losses for a minibatch of M transitions (n-step rewards, discounts
-    gamma^n or 0 after termination). noise = (eps_next, eps_now), each [M, A] ~ N(0, 1); drawn when None."""
+    gamma^n or 0 after termination). noise = (eps_next, eps_now), each [M, A] ~ N(0, 1); drawn when None.
+    group = "critic" | "actor" | "alpha": only that loss and its metrics (the learner steps the groups in
+    that order, each on a fresh forward pass: CleanRL's order); None: all three from one pass."""
     from relayrl.models.tf_distributions import squashed_gaussian_sample
 
-    obs, next_obs = mb["obs"], mb["next_obs"]
+    obs = mb["obs"]
     if noise is None:
         rows = tf.shape(obs)[0]
         noise = (model.draw_noise(rows), model.draw_noise(rows))
     alpha = tf.exp(model.log_alpha)
-    # soft target: y = R + gamma^n * (min_j Q'_j(s', a') - alpha * log pi(a'|s')),  a' ~ pi(.|s')
-    a_t, logp_t = squashed_gaussian_sample(model.actor.head(next_obs), noise[0])  # [M, A], [M]
-    q1_t, q2_t = model.target_critics(next_obs, a_t)  # [M] each
-    target = tf.stop_gradient(mb["rewards"] + mb["discounts"] * (tf.minimum(q1_t, q2_t) - alpha * logp_t))
-    q1, q2 = model.critics(obs, mb["actions"])
-    critic_loss = 0.5 * tf.reduce_mean(mb["weights"] * (tf.square(q1 - target) + tf.square(q2 - target)))
-    # actor: minimise E[alpha * log pi(a|s) - min_j Q_j(s, a)], a = tanh(mean + std * eps) reparameterised
-    a_pi, logp_pi = squashed_gaussian_sample(model.actor.head(obs), noise[1])
-    q1_pi, q2_pi = model.critics(obs, a_pi)
-    actor_loss = tf.reduce_mean(tf.stop_gradient(alpha) * logp_pi - tf.minimum(q1_pi, q2_pi))
-    # temperature: alpha rises while the policy's entropy (-log pi) is below the target, falls above it
-    alpha_loss = -tf.reduce_mean(model.log_alpha * tf.stop_gradient(logp_pi + target_entropy))
-    losses = {"critic": critic_loss, "actor": actor_loss, "alpha": alpha_loss}
-    return losses, {
-        "critic_loss": critic_loss,
-        "actor_loss": actor_loss,
-        "alpha_loss": alpha_loss,
-        "alpha": alpha,
-        "entropy": -tf.reduce_mean(logp_pi),
-        "q_mean": tf.reduce_mean(q1),
-        "target_mean": tf.reduce_mean(target),
-    }
+    losses, metrics = {}, {}
+    if group in (None, "critic"):
+        # soft target: y = R + gamma^n * (min_j Q'_j(s', a') - alpha * log pi(a'|s')),  a' ~ pi(.|s')
+        a_t, logp_t = squashed_gaussian_sample(model.actor.head(mb["next_obs"]), noise[0])  # [M, A], [M]
+        q1_t, q2_t = model.target_critics(mb["next_obs"], a_t)  # [M] each
+        y = tf.stop_gradient(mb["rewards"] + mb["discounts"] * (tf.minimum(q1_t, q2_t) - alpha * logp_t))
+        q1, q2 = model.critics(obs, mb["actions"])
+        losses["critic"] = 0.5 * tf.reduce_mean(mb["weights"] * (tf.square(q1 - y) + tf.square(q2 - y)))
+        metrics.update(critic_loss=losses["critic"], q_mean=tf.reduce_mean(q1), target_mean=tf.reduce_mean(y))
+    if group != "critic":
+        a_pi, logp_pi = squashed_gaussian_sample(model.actor.head(obs), noise[1])
+        metrics["entropy"] = -tf.reduce_mean(logp_pi)
+    if group in (None, "actor"):
+        # actor: minimise E[alpha * log pi(a|s) - min_j Q_j(s, a)], a = tanh(mean + std * eps) reparameterised
+        q1_pi, q2_pi = model.critics(obs, a_pi)
+        losses["actor"] = tf.reduce_mean(tf.stop_gradient(alpha) * logp_pi - tf.minimum(q1_pi, q2_pi))
+        metrics["actor_loss"] = losses["actor"]
+    if group in (None, "alpha"):
+        # temperature: alpha rises while the policy's entropy (-log pi) is below the target, falls above it
+        losses["alpha"] = -tf.reduce_mean(model.log_alpha * tf.stop_gradient(logp_pi + target_entropy))
+        metrics.update(alpha_loss=losses["alpha"], alpha=alpha)
+    return losses, metrics
 
 
 class SAC(ReplayActorCritic):
@@ -95,5 +102,6 @@ class SAC(ReplayActorCritic):
             c.train_batch_size,
             c.grad_clip,
             model_fn=lambda s: SACModel(s, c),
+            sequential_groups=True,
         )
         return Learner(spec, learner, strategy)

@@ -52,32 +52,32 @@ def td3_loss(
     target_noise: float,
     noise_clip: float,
     noise: tf.Tensor | None = None,
+    group: str | None = None,
 ) -> tuple[dict, dict]:
     """Critic and actor losses for a minibatch of M transitions (actions in [-1, 1]; n-step rewards,
-    discounts gamma^n or 0 after termination). noise [M, A] ~ N(0, 1) for the smoothing; drawn when None."""
-    obs, next_obs = mb["obs"], mb["next_obs"]
-    if noise is None:
-        noise = model.draw_noise(tf.shape(obs)[0])
-    # target policy smoothing: a' = clip(pi'(s') + clip(sigma * eps, -c, c), -1, 1)
-    smoothing = tf.clip_by_value(target_noise * noise, -noise_clip, noise_clip)
-    a_t = tf.clip_by_value(tf.tanh(model.target_actor.head(next_obs)) + smoothing, -1.0, 1.0)  # [M, A]
-    q1_t, q2_t = model.target_critics(next_obs, a_t)  # [M] each
-    # clipped double Q: y = R + gamma^n * min(Q'_1, Q'_2)(s', a')
-    target = tf.stop_gradient(mb["rewards"] + mb["discounts"] * tf.minimum(q1_t, q2_t))
-    q1, q2 = model.critics(obs, mb["actions"])
-    critic_loss = tf.reduce_mean(mb["weights"] * (tf.square(q1 - target) + tf.square(q2 - target)))
-    # deterministic policy gradient through the first critic: maximise Q_1(s, pi(s))
-    q1_pi, _ = model.critics(obs, tf.tanh(model.actor.head(obs)))
-    actor_loss = -tf.reduce_mean(q1_pi)
-    return (
-        {"critic": critic_loss, "actor": actor_loss},
-        {
-            "critic_loss": critic_loss,
-            "actor_loss": actor_loss,
-            "q_mean": tf.reduce_mean(q1),
-            "target_mean": tf.reduce_mean(target),
-        },
-    )
+    discounts gamma^n or 0 after termination). noise [M, A] ~ N(0, 1) for the smoothing; drawn when None.
+    group = "critic" | "actor": only that loss and its metrics (the learner steps the critics first, then
+    the actor against the updated critics, as in the TD3 paper); None: both from one pass."""
+    obs = mb["obs"]
+    losses, metrics = {}, {}
+    if group in (None, "critic"):
+        if noise is None:
+            noise = model.draw_noise(tf.shape(obs)[0])
+        # target policy smoothing: a' = clip(pi'(s') + clip(sigma * eps, -c, c), -1, 1)
+        smoothing = tf.clip_by_value(target_noise * noise, -noise_clip, noise_clip)
+        a_t = tf.clip_by_value(tf.tanh(model.target_actor.head(mb["next_obs"])) + smoothing, -1.0, 1.0)
+        q1_t, q2_t = model.target_critics(mb["next_obs"], a_t)  # [M] each
+        # clipped double Q: y = R + gamma^n * min(Q'_1, Q'_2)(s', a')
+        y = tf.stop_gradient(mb["rewards"] + mb["discounts"] * tf.minimum(q1_t, q2_t))
+        q1, q2 = model.critics(obs, mb["actions"])
+        losses["critic"] = tf.reduce_mean(mb["weights"] * (tf.square(q1 - y) + tf.square(q2 - y)))
+        metrics.update(critic_loss=losses["critic"], q_mean=tf.reduce_mean(q1), target_mean=tf.reduce_mean(y))
+    if group in (None, "actor"):
+        # deterministic policy gradient through the first critic: maximise Q_1(s, pi(s))
+        q1_pi, _ = model.critics(obs, tf.tanh(model.actor.head(obs)))
+        losses["actor"] = -tf.reduce_mean(q1_pi)
+        metrics["actor_loss"] = losses["actor"]
+    return losses, metrics
 
 
 class TD3(ReplayActorCritic):
@@ -108,5 +108,6 @@ class TD3(ReplayActorCritic):
             c.grad_clip,
             model_fn=lambda s: TD3Model(s, c),
             apply_every={"actor": c.policy_delay},
+            sequential_groups=True,
         )
         return Learner(spec, learner, strategy)

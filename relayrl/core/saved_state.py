@@ -239,6 +239,10 @@ def replay_problem(
     ({name: (row shape, dtype)}): the keys, dtypes and shapes it must have, and values a buffer can hold
     (discrete actions below num_actions, finite floats, positive priorities)."""
     expected = {"meta"} | ({"priorities", "prio_meta"} if prioritized else set())
+    frame_layout = "frame_meta" in arrays  # each frame once (replay/frames.py checks the frames themselves)
+    if frame_layout and isinstance(columns := _frame_columns(arrays, columns), str):
+        return columns
+    expected |= {"frames", "frame_meta", "stream_keys", "stream_tails"} if frame_layout else set()
     stored = {k for k in arrays if k.startswith("col/")}
     if set(arrays) - stored != expected:
         return f"keys {shown(sorted(arrays), 200)}: allowed: {sorted(expected)} and col/<name> columns"
@@ -269,8 +273,9 @@ def replay_problem(
         return f"col/actions: allowed: integers from 0 to {num_actions - 1}"
     if prioritized:
         prio, prio_meta = arrays["priorities"], arrays["prio_meta"]
-        if prio.dtype != np.float64 or prio.shape != (size,) or not (np.isfinite(prio) & (prio > 0)).all():
-            return f"priorities: allowed: {size} finite float64 values > 0"
+        positive = (prio >= 0) if frame_layout else (prio > 0)  # 0: a row whose frames were overwritten
+        if prio.dtype != np.float64 or prio.shape != (size,) or not (np.isfinite(prio) & positive).all():
+            return f"priorities: allowed: {size} finite float64 values {'>= 0' if frame_layout else '> 0'}"
         if (
             prio_meta.dtype != np.float64
             or prio_meta.shape != (1,)
@@ -278,3 +283,17 @@ def replay_problem(
         ):
             return "prio_meta: allowed: one finite float64 value > 0"
     return None
+
+
+def _frame_columns(arrays: dict[str, np.ndarray], columns: dict[str, tuple[tuple, Any]]) -> dict | str:
+    """The stored columns of a frame-stacking replay whose `obs` are stacks of k frames on the last axis:
+    obs / next_obs become [k] int64 frame ids; a problem string when the frames do not fit the obs."""
+    obs_shape, obs_dtype = columns["obs"]
+    k = obs_shape[-1] if obs_shape else 0
+    meta, frames = arrays["frame_meta"], arrays.get("frames")
+    if meta.dtype != np.int64 or meta.shape != (3,) or int(meta[2]) != k or k < 2:
+        return f"frame_meta: allowed: 3 int64 values [capacity, total, {k}] (obs are stacks of {k} frames)"
+    if frames is None or frames.dtype != np.dtype(obs_dtype) or frames.shape[1:] != tuple(obs_shape[:-1]):
+        return f"frames: allowed: [n, {', '.join(map(str, obs_shape[:-1]))}] {np.dtype(obs_dtype)} frames"
+    refs = {"obs_ref": ((k,), np.int64), "next_ref": ((k,), np.int64)}
+    return {name: c for name, c in columns.items() if name not in ("obs", "next_obs")} | refs

@@ -49,6 +49,7 @@ class Learner(CompiledSteps, tf.Module):
         self.jit_compile = ls.jit_compile
         self.minibatch_size = ls.minibatch_size
         self.row_output = ls.row_output
+        self.sequential_groups = ls.sequential_groups
         self.apply_every = {name: int(ls.apply_every.get(name, 1)) for name in (self.groups or {})}
         if self.groups and self.apply_every[next(iter(self.groups))] != 1:
             raise ValueError(

@@ -47,4 +47,7 @@ class LearnerSpec:
     model_fn: Callable[[Any], Any] | None = None
     row_output: str | None = None
     apply_every: dict[str, int] = field(default_factory=dict)
+    # variable groups stepped one after another, each on a forward pass made after the previous group's
+    # step; loss_fn then takes group=name and returns ({name: loss}, the metrics that pass computes)
+    sequential_groups: bool = False
     jit_compile: bool = False

@@ -59,39 +59,57 @@ class CompiledSteps:
     def _replica_step(self, minibatch: dict, powers: dict) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         """One SGD step on this replica's slice of the minibatch, gradients averaged over replicas. Each
         group follows the gradient of its own loss (e.g. SAC's actor loss moves only the actor, though it
-        runs through the critics). powers[name] = (beta1^t, beta2^t, apply now?)."""
+        runs through the critics). With sequential_groups, the groups step one after another, each on a
+        forward pass made after the previous group's step (the critics first, then the actor against the
+        updated critics, as the TD3 paper, CleanRL and SB3 do). powers[name] = (beta1^t, beta2^t, apply?)."""
         ctx = tf.distribute.get_replica_context()
         minibatch = self._replica_slice(ctx, minibatch)
         groups = self.optimizer_groups()
-        with tf.GradientTape(persistent=len(groups) > 1) as tape:
-            losses, metrics = self.loss_fn(self.model, minibatch, self.hparams)
+        passes = [[group] for group in groups] if self.sequential_groups else [groups]
+        metrics, all_grads = {}, []
+        for part in passes:
+            grads, part_metrics = self._pass_gradients(part, minibatch, ctx)
+            metrics.update(part_metrics)
+            all_grads += [g for name in grads for g in grads[name]]
+            for group in part:
+                self._apply_group(group, grads[group.name], powers[group.name])
+        metric_vec = tf.stack([tf.cast(metrics[n], tf.float32) for n in self.metric_names])
+        rows = tf.cast(metrics[self.row_output], tf.float32) if self.row_output else tf.zeros(0)
+        if ctx.num_replicas_in_sync > 1:
+            metric_vec = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, metric_vec)
+            if self.row_output:
+                rows = ctx.all_gather(rows, axis=0)
+        return metric_vec, tf.linalg.global_norm(all_grads), rows
+
+    def _pass_gradients(self, part: list[OptimizerGroup], minibatch: dict, ctx) -> tuple[dict, dict]:
+        """One forward pass of the loss and the gradients of each group in `part` (averaged over replicas)
+        of its own loss. A sequential pass asks the loss for its one group only (loss_fn(..., group=name))."""
+        with tf.GradientTape(persistent=len(part) > 1) as tape:
+            if self.sequential_groups:
+                losses, metrics = self.loss_fn(self.model, minibatch, self.hparams, group=part[0].name)
+            else:
+                losses, metrics = self.loss_fn(self.model, minibatch, self.hparams)
         if self.groups is None:
             losses = {WHOLE_MODEL: losses}
         grads = {}
-        for group in groups:
+        for group in part:
             g = tape.gradient(losses[group.name], group.variables)
             # variables the loss does not use (e.g. DQN's value branch without dueling) get zero gradients
             grads[group.name] = [tf.zeros_like(v) if gi is None else gi for gi, v in zip(g, group.variables)]
         del tape
-        metric_vec = tf.stack([tf.cast(metrics[n], tf.float32) for n in self.metric_names])
-        rows = tf.cast(metrics[self.row_output], tf.float32) if self.row_output else tf.zeros(0)
         if ctx.num_replicas_in_sync > 1:  # equal slices: the mean of slice gradients is the minibatch's
             grads = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, grads)
-            metric_vec = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, metric_vec)
-            if self.row_output:
-                rows = ctx.all_gather(rows, axis=0)
-        gnorm = tf.linalg.global_norm([g for name in grads for g in grads[name]])
-        for group in groups:
-            g = grads[group.name]
-            if self.grad_clip is not None:
-                g, _ = tf.clip_by_global_norm(g, self.grad_clip)
-            b1p, b2p, apply_now = powers[group.name]
-            apply = functools.partial(group.optimizer.apply, g, group.variables, b1p, b2p)
-            if group.every == 1:
-                apply()
-            else:
-                tf.cond(apply_now, apply, lambda: tf.constant(0))
-        return metric_vec, gnorm, rows
+        return grads, metrics
+
+    def _apply_group(self, group: OptimizerGroup, grads: list, powers: tuple) -> None:
+        if self.grad_clip is not None:
+            grads, _ = tf.clip_by_global_norm(grads, self.grad_clip)
+        b1p, b2p, apply_now = powers
+        apply = functools.partial(group.optimizer.apply, grads, group.variables, b1p, b2p)
+        if group.every == 1:
+            apply()
+        else:
+            tf.cond(apply_now, apply, lambda: tf.constant(0))
 
     def _group_powers(self) -> dict:
         """Per group (cross-replica): Adam's bias-correction powers and whether it steps now. The first

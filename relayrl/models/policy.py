@@ -36,13 +36,20 @@ class Policy:
             self._low, self._high = action_space.low.astype(np.float32), action_space.high.astype(np.float32)
         self._epsilon: float | None = None  # epsilon-greedy over the head's outputs (Q-values) when set
         self._sigma_log: np.ndarray | None = None  # log of the deterministic head's exploration std
+        self._uniform = False  # tanh heads: uniform random actions (SAC/TD3 before learning_starts)
         self.set_explore(explore or {})
 
     def set_explore(self, explore: dict) -> None:
         """Exploration settings that change during training: {"epsilon": e} for epsilon-greedy on
-        Q-values (categorical heads), {"sigma": s} for the deterministic head's Gaussian noise."""
+        Q-values (categorical heads), {"sigma": s} for the deterministic head's Gaussian noise,
+        {"uniform": True} for uniform random actions over a tanh head's [-1, 1] (the action space's Box)."""
         if "epsilon" in explore:
             self._epsilon = float(explore["epsilon"])
+        if "uniform" in explore:
+            self._uniform = bool(explore["uniform"]) and self.spec.action_kind in (
+                "squashed_gaussian",
+                "deterministic",
+            )
         if "sigma" in explore:
             self._sigma_log = np.full(
                 self.spec.action_nvec[0], np.log(max(float(explore["sigma"]), 1e-12)), np.float32
@@ -62,6 +69,9 @@ class Policy:
         """Exploration noise for `steps` batched calls of `batch` rows, drawn in one go."""
         if self._epsilon is not None:  # [coin, random action] uniforms per row
             return self.rng.random((steps, batch, 2), dtype=np.float32)
+        if self._uniform:  # the actions themselves
+            shape = (steps, batch, self.spec.action_nvec[0])
+            return self.rng.uniform(-1.0, 1.0, shape).astype(np.float32)
         width = (
             self.spec.action_nvec[0]
             if self.spec.action_kind in distributions.CONTINUOUS
@@ -75,6 +85,8 @@ class Policy:
         return self._sigma_log if self.spec.action_kind == "deterministic" else None
 
     def _choose(self, dist_inputs: np.ndarray, noise: np.ndarray | None) -> np.ndarray:
+        if self._uniform and noise is not None:
+            return noise
         if self._epsilon is not None:
             greedy = dist_inputs.argmax(axis=-1)
             if noise is None:

@@ -32,8 +32,10 @@ class SumTree:
     def set(self, leaves: np.ndarray, values: np.ndarray) -> None:
         """Set leaf values, then recompute the affected ancestors level by level (vectorised)."""
         nodes = np.asarray(leaves, np.int64) + self.size
+        if not len(nodes):  # e.g. a fragment whose only step was an autoreset step
+            return
         self.sums[nodes] = values
-        self.mins[nodes] = values
+        self.mins[nodes] = np.where(np.asarray(values) > 0, values, np.inf)  # 0 = never sampled: no IS weight
         nodes = np.unique(nodes // 2)
         while nodes[0] >= 1:
             left, right = 2 * nodes, 2 * nodes + 1
@@ -60,9 +62,15 @@ class SumTree:
 
 class PrioritizedReplay(UniformReplay):
     def __init__(
-        self, capacity: int, alpha: float = 0.6, beta: float = 0.4, eps: float = 1e-6, seed: int | None = None
+        self,
+        capacity: int,
+        alpha: float = 0.6,
+        beta: float = 0.4,
+        eps: float = 1e-6,
+        seed: int | None = None,
+        frame_capacity: int | None = None,
     ):
-        super().__init__(capacity, seed)
+        super().__init__(capacity, seed, frame_capacity)
         if not 0 <= alpha:
             raise ValueError(f"prioritized replay alpha = {alpha} is invalid: allowed: a number >= 0")
         self.alpha, self.beta, self.eps = alpha, beta, eps
@@ -78,6 +86,13 @@ class PrioritizedReplay(UniformReplay):
             p = np.abs(np.asarray(priorities, np.float64))[-len(slots) :] + self.eps
             self.max_priority = max(self.max_priority, float(p.max()))
         self.tree.set(slots, p**self.alpha)
+        self._drop_stale()
+
+    def _drop_stale(self) -> None:
+        """Rows whose frames were overwritten (frames.py) get priority 0: never sampled again."""
+        if len(self._stale):
+            self.tree.set(self._stale, np.zeros(len(self._stale)))
+            self._stale = self._stale[:0]
 
     def sample(self, batch_size: int, beta: float | None = None) -> dict[str, np.ndarray]:
         """Stratified proportional sampling: one uniform draw in each of batch_size equal slices of the total.
@@ -104,7 +119,10 @@ class PrioritizedReplay(UniformReplay):
         if not np.all(np.isfinite(p)):
             raise FloatingPointError("non-finite replay priorities (a NaN TD error?)")
         self.max_priority = max(self.max_priority, float(p.max()))
-        self.tree.set(indices, p**self.alpha)
+        p = p**self.alpha
+        if self.frames is not None:  # a row that became unsampleable since it was drawn stays so
+            p = np.where(self.frames.row_ok[indices], p, 0.0)
+        self.tree.set(indices, p)
 
     def state(self) -> dict[str, np.ndarray]:
         out = super().state()
@@ -117,4 +135,5 @@ class PrioritizedReplay(UniformReplay):
         self.tree = SumTree(self.capacity)
         if self.size:
             self.tree.set(np.arange(self.size), state["priorities"])
+        self._drop_stale()
         self.max_priority = float(state["prio_meta"][0])

@@ -6,6 +6,9 @@ Layout (no pickle: raw numpy bytes plus a JSON header):
                               field "col:<name>" = bytes
   {prefix}:blocks       list  "id:rows" per block, oldest first (FIFO eviction past the capacity)
   {prefix}:next_id      int   block id counter
+A batch of compact rows (sampling/frame_rows.py: stacked frames, each once) is one block with its frames and
+frame references; sampled stacks are rebuilt from the block. Blocks share no frames (each is self-contained
+and evicted whole), so a block costs one first stack per env stream more than the in-memory replay.
 Every write is one round trip (~114 us here: a server-side script); blocks are immutable, so sampled blocks
 are cached in the process and fetched once.
 
@@ -30,6 +33,7 @@ from typing import TypeVar
 import numpy as np
 
 from relayrl.replay.redis_retry import call_with_deadline, masked, whole_operation_retry
+from relayrl.sampling import frame_rows
 
 T = TypeVar("T")
 WRITE_BLOCK = """
@@ -151,7 +155,7 @@ class RedisReplay:
 
     # ------------------------------------------------------------------ writing
     def add(self, batch: dict[str, np.ndarray]) -> None:
-        rows = len(next(iter(batch.values())))
+        rows = frame_rows.row_count(batch)
         if rows == 0:
             return
         block_id = self._call(lambda: int(self.client.incr(f"{self.prefix}:next_id")))  # a retry skips an id
@@ -213,6 +217,8 @@ class RedisReplay:
                     k: np.frombuffer(raw[f"col:{k}".encode()], dtype=np.dtype(dt)).reshape(shape)
                     for k, (dt, shape) in meta.items()
                 }
+                if frame_rows.is_compact(self._cache[b]):  # written by anyone who can reach the server
+                    frame_rows.check_refs(self._cache[b], f"replay block {b} in Redis")
                 if len(self._cache) > self._cache_size:
                     self._cache.popitem(last=False)
         return {b: self._cache[b] for b in block_ids}
@@ -230,8 +236,12 @@ class RedisReplay:
         blocks = self._load_blocks([self._ids[w] for w in unique])
         parts = collections.defaultdict(list)
         for w, lo, hi in zip(unique, starts, list(starts[1:]) + [len(which)]):
-            for k, column in blocks[self._ids[w]].items():
-                parts[k].append(column[offsets[lo:hi]])
+            block = blocks[self._ids[w]]
+            rows = {k: v[offsets[lo:hi]] for k, v in block.items() if k not in frame_rows.FRAME_COLUMNS}
+            if frame_rows.is_compact(block):  # a block holds its frames once: rebuild the sampled stacks
+                rows = frame_rows.expand({**rows, "frames": block["frames"]})
+            for k, column in rows.items():
+                parts[k].append(column)
         out = {k: np.concatenate(v) for k, v in parts.items()}
         out["indices"] = positions
         out["weights"] = np.ones(batch_size, np.float32)
@@ -255,7 +265,7 @@ class RedisReplay:
             for k in sorted(block):
                 digest.update(k.encode())
                 digest.update(np.ascontiguousarray(block[k]).tobytes())
-            rows += len(next(iter(block.values())))
+            rows += frame_rows.row_count(block)
         return rows, digest.hexdigest()
 
     def clear(self) -> None:

@@ -12,6 +12,7 @@ import ray
 from relayrl.core.saved_state import cause
 from relayrl.runtime.ray_workers import RayRolloutWorker
 from relayrl.runtime.replay_actors import ReplayCache
+from relayrl.sampling import frame_rows
 from relayrl.sampling.settings import EnvError
 
 
@@ -25,7 +26,9 @@ def q_values(net, obs: np.ndarray, dueling: bool) -> np.ndarray:
 
 def initial_priorities(net, data: dict, dueling: bool) -> np.ndarray:
     """|n-step TD error| under the worker's own weights, so new rows enter replay with a meaningful
-    priority (Ape-X) instead of the buffer's running maximum."""
+    priority (Ape-X) instead of the buffer's running maximum. Compact rows (each frame once) are expanded to
+    whole stacks for this pass only."""
+    data = frame_rows.expand(data)
     q = q_values(net, data["obs"], dueling)
     q_taken = q[np.arange(len(q)), data["actions"].astype(np.int64)]
     target = data["rewards"] + data["discounts"] * q_values(net, data["next_obs"], dueling).max(axis=1)

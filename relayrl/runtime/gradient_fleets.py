@@ -32,10 +32,12 @@ class RayGradientWorker(GradientWorker):
             self.set_weights(ray.get(weights_box[0]), version)
         return self.sample_and_keep(num_rows)
 
-    def minibatch_gradients_with(self, weights_box: list, version: int, rows: np.ndarray):
+    def minibatch_gradients_with(
+        self, weights_box: list, version: int, rows: np.ndarray, advantage_stats: tuple | None = None
+    ):
         if version != self.policy.version:
             self.set_weights(ray.get(weights_box[0]), version)
-        return self.minibatch_gradients(rows)
+        return self.minibatch_gradients(rows, advantage_stats)
 
     def resample_minibatch_gradients_with(
         self,
@@ -45,13 +47,14 @@ class RayGradientWorker(GradientWorker):
         weights_box: list,
         version: int,
         rows: np.ndarray,
+        advantage_stats: tuple | None = None,
     ):
         """A successor's first call in the middle of PPO's SGD steps: the fragment its predecessor kept died
         with it, so sample a new one with the weights the iteration sampled with (keeping exactly
         `num_rows` rows, the count the driver's minibatch plan was made for), then return it (stats only)
         with the gradients on `rows` at the current weights."""
         fragment, _ = self.sample_and_keep_with(sampled_box, sampled_version, num_rows)
-        return fragment, *self.minibatch_gradients_with(weights_box, version, rows)
+        return fragment, *self.minibatch_gradients_with(weights_box, version, rows, advantage_stats)
 
     _reply = None  # the server's answer to the last gradient this worker sent (a3c_step)
 
@@ -125,18 +128,27 @@ class GradientWorkers(ActorFleet):
         return [got[i][0] for i in range(len(self.actors))], rows
 
     def minibatch_gradients(
-        self, rows_per_worker: list[np.ndarray]
+        self, rows_per_worker: list[np.ndarray], advantage_stats: tuple[float, float] | None = None
     ) -> tuple[list[np.ndarray], dict[str, float]]:
-        """One SGD step's gradient: each worker's on its share of the minibatch, row-weighted mean."""
+        """One SGD step's gradient: each worker's on its share of the minibatch, row-weighted mean
+        (advantage_stats: the whole minibatch's advantage mean and std, for every share)."""
         box = [self._weights_ref]
         sampled_box, sampled_version, kept_rows = self._sampled
 
         def launch(i):
-            return self.actors[i].minibatch_gradients_with.remote(box, self._version, rows_per_worker[i])
+            return self.actors[i].minibatch_gradients_with.remote(
+                box, self._version, rows_per_worker[i], advantage_stats
+            )
 
         def relaunch(i):  # the kept fragment died with the worker: resample it first
             return self.actors[i].resample_minibatch_gradients_with.remote(
-                sampled_box, sampled_version, kept_rows[i], box, self._version, rows_per_worker[i]
+                sampled_box,
+                sampled_version,
+                kept_rows[i],
+                box,
+                self._version,
+                rows_per_worker[i],
+                advantage_stats,
             )
 
         got, _ = self.gather(launch, [i for i, rows in enumerate(rows_per_worker) if len(rows)], relaunch)

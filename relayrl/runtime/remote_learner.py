@@ -17,8 +17,10 @@ class LearnerHost:
 
         self.learner = build_learner_here(factory, num_gpus, threads, mlp)
 
-    def update(self, batch: dict, minibatch_indices: np.ndarray) -> dict:
-        return self.learner.update(batch, minibatch_indices)
+    def update(self, batch: dict, minibatch_indices: np.ndarray) -> tuple[dict, np.ndarray | None]:
+        """The update's stats, and its per-row output (DQN's TD errors: the replay's new priorities)."""
+        stats = self.learner.update(batch, minibatch_indices)
+        return stats, self.learner.last_rows
 
     def apply_gradients(self, grads: list[np.ndarray]) -> float:
         return self.learner.apply_gradients(grads)
@@ -65,6 +67,7 @@ class RemoteLearner:
     def __init__(self, factory, num_gpus: float, threads, mlp: bool, address: str | None = None):
         self._owns_ray = init_ray(address)
         self.actor = None
+        self.last_rows: np.ndarray | None = None  # the last update's per-row output, as Learner.last_rows
         available = ray.cluster_resources().get("GPU", 0.0)
         if num_gpus > available:
             self.stop()
@@ -81,7 +84,8 @@ class RemoteLearner:
             raise
 
     def update(self, batch: dict, minibatch_indices: np.ndarray) -> dict:
-        return ray.get(self.actor.update.remote(batch, minibatch_indices))
+        stats, self.last_rows = ray.get(self.actor.update.remote(batch, minibatch_indices))
+        return stats
 
     def apply_gradients(self, grads: list[np.ndarray]) -> float:
         return ray.get(self.actor.apply_gradients.remote(grads))

@@ -25,6 +25,7 @@ import ray
 
 from relayrl.replay import PrioritizedReplay, UniformReplay
 from relayrl.runtime.cluster import kill_quietly
+from relayrl.sampling import frame_rows
 
 
 class ReplayShard:
@@ -100,14 +101,14 @@ class ReplayCache:
         self._rows.append(batch)
         if priorities is not None:
             self._priorities.append(np.asarray(priorities))
-        self._count += len(next(iter(batch.values())))
+        self._count += frame_rows.row_count(batch)
         if self._count >= self.flush_rows:
             self.flush()
 
     def flush(self) -> None:
         if not self._rows:
             return
-        batch = {k: np.concatenate([r[k] for r in self._rows]) for k in self._rows[0]}
+        batch = frame_rows.concat(self._rows)  # compact rows: frame references shifted to the joint frames
         priorities = np.concatenate(self._priorities) if self._priorities else None
         self.seq += 1
         self._pending.append(self.shard.add.remote(batch, priorities, self.source, self.seq))
@@ -183,6 +184,7 @@ class ShardedReplay:
         self.on_restore = None  # callback(shard_index, new_shard): re-attach the workers that fed it
         self.rng = np.random.default_rng(seed)  # interleaves the shards' rows (checkpointed as replay_rng)
         self._filled = False  # every shard held a learner batch once (sizes only grow)
+        self._next_shard = -1  # the shard the last compact batch went to
 
     def snapshot(self) -> dict[int, int]:
         """Copy every shard's arrays to the driver (kept in memory; a checkpoint may write them out).
@@ -237,7 +239,12 @@ class ShardedReplay:
         ray.get(refs)
 
     def add(self, batch: dict) -> None:
-        """Driver-side add: rows dealt round-robin in contiguous blocks, one call per shard."""
+        """Driver-side add: rows dealt round-robin in contiguous blocks, one call per shard; a batch of
+        compact rows (each frame once) goes whole to the next shard in turn, since its rows share frames."""
+        if frame_rows.is_compact(batch):
+            self._next_shard = (self._next_shard + 1) % len(self.shards)
+            self.shards[self._next_shard].add.remote(batch)
+            return
         n = len(next(iter(batch.values())))
         for i, rows in enumerate(np.array_split(np.arange(n), len(self.shards))):
             if len(rows):

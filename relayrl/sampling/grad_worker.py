@@ -84,7 +84,8 @@ class GradientWorker(RolloutWorker):
         same data, as PPO takes); return it without columns, and its row count. With `num_rows`, exactly
         that many rows are kept (a resampled fragment standing in for a lost one whose row count the SGD
         plan was made for: dropped reset steps make counts vary): extra rows are cut, missing ones repeat
-        rows from the start."""
+        rows from the start. The fragment keeps its advantages column (one float per row): the driver
+        normalises each minibatch's advantages over the whole minibatch, across workers."""
         fragment = self.sample()
         self._kept = self.recipe.prepare(fragment.data)
         rows = len(fragment)
@@ -92,12 +93,21 @@ class GradientWorker(RolloutWorker):
             take = np.arange(num_rows) % rows
             self._kept = {k: v[take] for k, v in self._kept.items()}
             rows = num_rows
-        fragment.data = {}
+        fragment.data = {"advantages": self._kept["advantages"]} if "advantages" in self._kept else {}
         return fragment, rows
 
-    def minibatch_gradients(self, rows: np.ndarray) -> tuple[list[np.ndarray], dict[str, float]]:
-        """Gradients of the loss on rows `rows` of the kept fragment, at the current weights."""
-        grads, metrics = self.learner.compute_gradients({k: v[rows] for k, v in self._kept.items()})
+    def minibatch_gradients(
+        self, rows: np.ndarray, advantage_stats: tuple[float, float] | None = None
+    ) -> tuple[list[np.ndarray], dict[str, float]]:
+        """Gradients of the loss on rows `rows` of the kept fragment, at the current weights; with
+        advantage_stats = (mean, std) of the whole minibatch's advantages (all workers' shares), the
+        advantages normalised by them, as the sample-shipping learner does (a share's own statistics would
+        differ: a 1-row share normalises to 0 and loses its gradient)."""
+        batch = {k: v[rows] for k, v in self._kept.items()}
+        if advantage_stats is not None:
+            mean, std = advantage_stats
+            batch["advantages"] = ((batch["advantages"] - mean) / (std + 1e-8)).astype(np.float32)
+        grads, metrics = self.learner.compute_gradients(batch)
         metrics["rows"] = float(len(rows))
         return grads, metrics
 

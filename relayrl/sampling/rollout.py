@@ -249,8 +249,13 @@ class RolloutWorker:
         returns, next_index, discounts = ops.n_step_transitions(
             rewards, terminated, dones, self.s.gamma, self.s.n_step
         )
-        next_obs = obs_buf[next_index, np.arange(N)]  # [T, N, ...]
         keep = valid.reshape(-1)
+        if self.s.frame_stack > 1:  # each frame once: the replay rebuilds the stacks (frame_rows.py)
+            from relayrl.sampling.frame_rows import compact_transitions
+
+            parts = (act_buf, returns, discounts, next_index, keep)
+            return compact_transitions(obs_buf, *parts, self._batch_spec, self.worker_index)
+        next_obs = obs_buf[next_index, np.arange(N)]  # [T, N, ...]
         columns = {
             "obs": obs_buf[:T].reshape(T * N, *obs_buf.shape[2:])[keep],
             "actions": act_buf.reshape(T * N, *act_buf.shape[2:])[keep],

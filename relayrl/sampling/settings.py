@@ -33,6 +33,7 @@ class Exploration:
     epsilon_alpha: float | None = None
     sigma_max: float | None = None
     num_workers: int = 0
+    uniform: bool | None = None  # tanh heads: uniform random actions (SAC/TD3's warm-up)
 
     def for_worker(self, worker_index: int) -> Exploration:
         """This worker's own settings, the spread applied (worker_index 0, the driver's: as worker 1)."""
@@ -42,11 +43,12 @@ class Exploration:
             epsilon = epsilon ** (1 + self.epsilon_alpha * i / max(n - 1, 1))
         if self.sigma_max is not None and n > 1 and sigma:
             sigma = sigma * (self.sigma_max / sigma) ** (i / (n - 1))
-        return Exploration(epsilon=epsilon, sigma=sigma)
+        return Exploration(epsilon=epsilon, sigma=sigma, uniform=self.uniform)
 
     def policy_settings(self) -> dict[str, float]:
         """Policy.set_explore's argument: only the settings given (the others keep the policy's own)."""
-        return {k: v for k, v in (("epsilon", self.epsilon), ("sigma", self.sigma)) if v is not None}
+        given = (("epsilon", self.epsilon), ("sigma", self.sigma), ("uniform", self.uniform))
+        return {k: v for k, v in given if v is not None}
 
 
 @dataclass(frozen=True)

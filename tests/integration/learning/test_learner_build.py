@@ -24,14 +24,8 @@ SETTINGS = {
     "apex": (
         "CartPole-v1",
         dict(num_rollout_workers=1, num_envs_per_worker=2, rollout_fragment_length=16),
-        # prioritized replay needs the learner's TD errors on the driver: refused with a learner actor
-        dict(
-            OFF_POLICY,
-            num_replay_shards=1,
-            worker_cache_rows=16,
-            updates_per_iteration=2,
-            prioritized_replay=False,
-        ),
+        # prioritized (Ape-X's default): the actor learner sends its TD errors back as new priorities
+        dict(OFF_POLICY, num_replay_shards=1, worker_cache_rows=16, updates_per_iteration=2),
     ),
     "sac": ("Pendulum-v1", dict(rollout_fragment_length=32), CONTINUOUS),
     "td3": ("Pendulum-v1", dict(rollout_fragment_length=32), CONTINUOUS),
@@ -116,16 +110,18 @@ def test_learner_settings_that_cannot_apply_are_refused(name, field, value, allo
     assert allowed in message and why in message
 
 
-@pytest.mark.parametrize("name", ["dqn", "apex"])
-def test_prioritized_replay_refuses_a_learner_actor(name):
-    config = config_class(name)().environment("CartPole-v1").rollouts(num_rollout_workers=2)
-    config.update_from_dict({"prioritized_replay": True, "learner_placement": "actor"})
-    with pytest.raises(
-        ValueError, match=r"\.learner_placement = 'actor' is invalid: allowed: 'driver' \(prior"
-    ):
-        config.validate()
-    config.update_from_dict({"prioritized_replay": False})
-    config.validate()
+def test_prioritized_dqn_gets_its_priorities_from_a_learner_actor(ray_session):
+    config = config_class("dqn")().environment("CartPole-v1").rollouts(**SETTINGS["dqn"][1])
+    config.training(**OFF_POLICY, prioritized_replay=True).resources(learner_placement="actor")
+    algo = config.debugging(seed=0).build()
+    try:
+        train_until_updated(algo)
+        sampled = algo.learner.last_rows  # the TD errors of the last minibatch, from the actor's process
+        assert sampled is not None and np.all(np.isfinite(sampled))
+        priorities = algo.replay.tree.get(np.arange(len(algo.replay)))
+        assert len(np.unique(priorities)) > 1  # new rows get the max priority; updated rows their TD error
+    finally:
+        algo.stop()
 
 
 @pytest.mark.parametrize("name", ["a2c", "ppo"])

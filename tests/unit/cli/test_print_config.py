@@ -45,13 +45,21 @@ def test_bad_input_still_exits_2_with_one_line(capsys):
     assert len(err) == 1 and "lr" in err[0]
 
 
-TUNED_FILES = sorted(f for f in os.listdir(tuned.HERE) if f.endswith(".yaml"))
+# every yaml under tuned/, as its path relative to it ('ppo-CartPole-v1.yaml', 'ALE/ppo-Pong-v5.yaml')
+TUNED_FILES = sorted(
+    os.path.relpath(os.path.join(folder, f), tuned.HERE)
+    for folder, _, files in os.walk(tuned.HERE)
+    for f in files
+    if f.endswith(".yaml")
+)
 
 
 @pytest.mark.parametrize("name", TUNED_FILES)
 def test_every_tuned_file_is_a_valid_config_and_records_its_result(name):
-    algo = next(a for a in sorted(REGISTRY, key=len, reverse=True) if name.startswith(f"{a}-"))
-    env_id = name[len(algo) + 1 : -len(".yaml")]
+    namespace, _, file = name.rpartition("/")
+    algo = next(a for a in sorted(REGISTRY, key=len, reverse=True) if file.startswith(f"{a}-"))
+    env_id = f"{namespace}/" * bool(namespace) + file[len(algo) + 1 : -len(".yaml")]
+    assert tuned.available(algo).count(env_id) == 1
     config = config_class(algo).from_tuned(env_id)
     config.validate()
     result = tuned.notes(tuned.path_for(algo, env_id)).get("_result")
