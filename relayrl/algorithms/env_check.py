@@ -19,7 +19,7 @@ def checked_spaces(
 ) -> tuple[gym.Space, gym.Space, networks.ModelSpec]:
     """(obs_space, action_space, ModelSpec) of one env made from `config`; ValueError naming the env and
     what algorithm `name` allows (its action kinds; observation normalisation only where supported)."""
-    obs_space, action_space = env_spaces(config.env, config.env_config, config.env_wrappers)
+    obs_space, action_space = env_spaces(config.env, config.env_config, config.env_wrappers, config.atari)
     try:
         kind, _ = networks.action_layout(action_space)
     except ValueError:

@@ -70,6 +70,7 @@ def evaluate_now(
         explore=explore,
         exploration=exploration_now(algo) if explore else None,
         wrappers=c.env_wrappers,
+        atari=c.atari,
     )
 
 

@@ -238,6 +238,13 @@ class Config(EnvironmentFields, ConfigSerialisation):
                 check_env_id(self.env)
             except ValueError as exc:
                 raise ValueError(f"{type(self).__name__}.env = {self.env!r} is invalid: {exc}") from None
+        from relayrl.envs.atari import is_ale_id
+
+        if self.vector_backend == "envpool" and not is_ale_id(self.env):
+            raise ValueError(
+                f"{type(self).__name__}.vector_backend = 'envpool' is invalid for env {self.env!r}: allowed: "
+                "'gymnasium' (envpool runs ALE ids, e.g. 'ALE/Breakout-v5')"
+            )
         fragment = self.resolved_fragment_length()
         if fragment < 1:
             raise ValueError(

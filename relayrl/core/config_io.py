@@ -135,6 +135,7 @@ def registered_env_id(value: Any) -> str:
 
     from relayrl.core.saved_state import shown
     from relayrl.envs import make  # noqa: F401 - registers relayrl's own ids (relayrl/SlowCartPole-v1)
+    from relayrl.envs.atari import is_ale_id, register_ale
 
     supply = (
         "a checkpoint never imports or calls code: pass the env yourself (relayrl evaluate/export "
@@ -142,6 +143,8 @@ def registered_env_id(value: Any) -> str:
     )
     if isinstance(value, str) and value.startswith(CALLABLE_PREFIX):
         raise ValueError(f"env = {shown(value)} is a Python callable and {supply}")
+    if is_ale_id(value) and ":" not in value and value not in gym.registry:
+        register_ale(value)  # imports ale_py, a package relayrl names, never one the file names
     if not isinstance(value, str) or ":" in value or value not in gym.registry:
         raise ValueError(f"env = {shown(value)} is not an env id gymnasium has registered, and {supply}")
     return value

@@ -78,21 +78,25 @@ class EpisodeStats:
 
 
 class WorkerStats:
-    """Per-worker throughput, CPU use, sample latency (rolling p50/p99) and policy lag."""
+    """Per-worker throughput, CPU use, sample latency (rolling p50/p99), policy lag and the bytes of each
+    fragment's columns (what a Ray worker puts in the object store: uint8 frames stay uint8)."""
 
     def __init__(self, latency_window: int = 200) -> None:
         self.latencies: collections.deque = collections.deque(maxlen=latency_window)
         self._iteration: list[tuple[Fragment, float, int]] = []
+        self._bytes: list[int] = []
 
     def add(self, fragment: Fragment, latency_s: float, learner_version: int) -> None:
         self.latencies.append(latency_s)
         self._iteration.append((fragment, latency_s, learner_version - fragment.version))
+        self._bytes.append(sum(int(a.nbytes) for a in fragment.data.values()))  # before anyone drops them
 
     def pop(self, iteration_s: float) -> dict[str, float]:
         """This iteration's figures (then reset); idle_frac = share of the iteration workers were not
         sampling."""
         out: dict[str, float] = {}
         frags, self._iteration = self._iteration, []
+        sizes, self._bytes = self._bytes, []
         if not frags:
             return out
         lags = [lag for _, _, lag in frags]
@@ -110,6 +114,7 @@ class WorkerStats:
                 "workers/policy_lag_mean": float(np.mean(lags)),
                 "workers/policy_lag_max": float(np.max(lags)),
                 "workers/idle_frac": float(max(0.0, 1.0 - np.mean(busy) / max(iteration_s, 1e-9))),
+                "workers/fragment_bytes_mean": float(np.mean(sizes)),
             }
         )
         return out

@@ -105,6 +105,7 @@ _STATE_KEYS = {
 
 _WORKER_KEYS = {
     "obs",
+    "lives",
     "prev_done",
     "ep_return",
     "ep_length",

@@ -117,6 +117,7 @@ class TFForward:
         sig = [tf.TensorSpec((None,) + tuple(spec.obs_shape), dtype)]
         self._pi = tf.function(lambda x: self.model(x)[0], input_signature=sig)
         self._vf = tf.function(lambda x: self.model(x)[1], input_signature=sig)
+        self._both = tf.function(lambda x: self.model(x), input_signature=sig)
 
     def set_weights(self, weights: list[np.ndarray]) -> None:
         self.model.set_weights(weights)
@@ -126,6 +127,11 @@ class TFForward:
 
     def value(self, obs: np.ndarray) -> np.ndarray:
         return self._vf(obs).numpy()
+
+    def forward(self, obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(dist_inputs, values) of one pass through the torso: a conv torso costs as much as the env step."""
+        dist_inputs, values = self._both(obs)
+        return dist_inputs.numpy(), values.numpy()
 
     def log_std(self) -> np.ndarray:
         return self.model.log_std.numpy()

@@ -113,6 +113,11 @@ class Policy:
         dist_inputs = self.net.dist_inputs(x)
         return self._choose(dist_inputs, noise), dist_inputs
 
+    def sample_step_with_values(self, x: np.ndarray, noise: np.ndarray) -> tuple[np.ndarray, ...]:
+        """sample_step and the value estimates of the same forward pass (a TF network: one call)."""
+        dist_inputs, values = self.net.forward(x)
+        return self._choose(dist_inputs, noise), dist_inputs, values
+
     def log_prob(self, dist_inputs: np.ndarray, actions: np.ndarray) -> np.ndarray:
         log_std = self.net.log_std() if self.spec.action_kind == "gaussian" else None
         return distributions.log_prob(

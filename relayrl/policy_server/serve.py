@@ -79,7 +79,9 @@ class ServedAlgorithm:
     ):
         config = config.copy()
         config.validate()
-        raw_obs_space, raw_action_space = env_spaces(config.env, config.env_config, config.env_wrappers)
+        raw_obs_space, raw_action_space = env_spaces(
+            config.env, config.env_config, config.env_wrappers, config.atari
+        )
         net_obs_space, net_action_space = encoded_spaces(raw_obs_space, raw_action_space, codec)
         if (net_obs_space, net_action_space) != (raw_obs_space, raw_action_space):
             spaces_only = lambda _cfg: SpacesOnlyEnv(

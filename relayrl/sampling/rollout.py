@@ -44,6 +44,8 @@ class RolloutWorker:
         self.obs = preprocess_obs(settings.spec, raw_obs)
         self.signals = LearnerSignals(*settings.learner_signals(), settings.num_envs)
         self.signals.start(info)
+        # a TF network (conv torso) gives the step's values with its actions: GAE needs no second pass
+        self._step_values = settings.postprocess == "gae" and not settings.spec.numpy_forward_ok
         already_prepared = (
             settings.spec.obs_kind == "box" and raw_obs.dtype == np.float32 and raw_obs.ndim == 2
         )
@@ -60,44 +62,16 @@ class RolloutWorker:
         self.policy.set_weights(weights, version)
 
     def get_state(self) -> dict:
-        """Everything that makes the next fragment what it will be: envs (see state_io), current
-        observations, episode accumulators and the action-noise RNG. JSON-able, no pickle."""
-        from relayrl.sampling import state_io
+        """Everything that makes the next fragment what it will be (sampling/worker_state.py)."""
+        from relayrl.sampling.worker_state import capture
 
-        return {
-            "obs": state_io.encode(self.obs),
-            "prev_done": state_io.encode(self.prev_done),
-            "ep_return": state_io.encode(self.ep_return),
-            "ep_length": state_io.encode(self.ep_length),
-            "disc_return": state_io.encode(self.disc_return),
-            **({"lives": state_io.encode(self.signals.lives)} if self.signals.tracks_lives else {}),
-            "return_moments": self.return_moments.state(),
-            "policy_rng": self.policy.rng.bit_generator.state,
-            "env": state_io.capture(self.env),
-        }
+        return capture(self)
 
     def set_state(self, state: dict) -> None:
-        """Restore get_state()'s output, read from a checkpoint file: every value must have the type, dtype
-        and shape of the one it replaces (state_io.conform); all are checked before any is written.
-        Raises CheckpointError naming the field. The attribute names are this class's, never the file's."""
-        from relayrl.core.saved_state import CheckpointError
-        from relayrl.sampling import state_io
+        """Restore get_state()'s output, read from a checkpoint file (checked field by field first)."""
+        from relayrl.sampling.worker_state import restore
 
-        arrays = ("obs", "prev_done", "ep_return", "ep_length", "disc_return")
-        missing = sorted((set(arrays) | {"return_moments", "policy_rng", "env"}) - set(state))
-        if missing:
-            raise CheckpointError(f"worker state lacks {missing}")
-        values = {name: state_io.conform(getattr(self, name), state[name], name) for name in arrays}
-        lives = state_io.conform(self.signals.lives, state["lives"], "lives") if "lives" in state else None
-        return_moments = RunningMoments(())
-        state_io.restore_moments(return_moments, state["return_moments"], "return_moments")
-        policy_rng = state_io.conform(self.policy.rng, {"__generator__": state["policy_rng"]}, "policy_rng")
-        state_io.restore(self.env, state["env"])  # checks the whole env snapshot before writing any of it
-        for name, value in values.items():
-            setattr(self, name, value)
-        self.return_moments = return_moments
-        self.signals.lives = self.signals.lives if lives is None else lives  # older files: no lives
-        self.policy.rng.bit_generator.state = policy_rng.bit_generator.state
+        restore(self, state)
 
     def set_explore(self, explore: Exploration) -> None:
         """The same settings on every worker (e.g. the driver's current epsilon): no per-worker spread."""
@@ -147,7 +121,7 @@ class RolloutWorker:
         T, N = self.s.fragment_length, self.s.num_envs
         noise = self.policy.draw_noise(T, N)
         sample_step, env_actions, step, prep = (
-            self.policy.sample_step,
+            self.policy.sample_step_with_values if self._step_values else self.policy.sample_step,
             self.policy.env_actions,
             self.env.step,
             self._prep,
@@ -155,8 +129,10 @@ class RolloutWorker:
         obs, track_lives, step_lives = self.obs, self.signals.tracks_lives, self.signals.step_lives
         # list appends: ~10x cheaper than array stores
         obs_l, act_l, dist_l, rew_l, term_l, trunc_l, lives_l = [obs], [], [], [], [], [], []
+        self._step_values_l: list = []  # [T] of [N]: the values sample_step_with_values gave
         for t in range(T):
-            actions, dist_inputs = sample_step(obs, noise[t])
+            actions, dist_inputs, *values = sample_step(obs, noise[t])
+            self._step_values_l += values
             raw_obs, rew, term, trunc, info = step(env_actions(actions))
             obs = prep(raw_obs)
             obs_l.append(obs), act_l.append(actions), dist_l.append(dist_inputs)
@@ -224,7 +200,10 @@ class RolloutWorker:
         flat_obs = obs_buf.reshape((T + 1) * N, *obs_buf.shape[2:])
         flat_act = act_buf.reshape(T * N, *act_buf.shape[2:])
         logp = self.policy.log_prob(dist_buf.reshape(T * N, -1), flat_act)
-        values = self.policy.net.value(flat_obs).astype(np.float32).reshape(T + 1, N)
+        if self._step_values:  # the last observation's value is the only one not computed while stepping
+            values = np.stack([*self._step_values_l, self.policy.net.value(obs_buf[T])]).astype(np.float32)
+        else:
+            values = self.policy.net.value(flat_obs).astype(np.float32).reshape(T + 1, N)
         adv = ops.gae(rewards, values[:-1], values[1:], terminated, dones, self.s.gamma, self.s.lambda_)
         keep = valid.reshape(-1)
         columns = {
