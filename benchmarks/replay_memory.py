@@ -2,14 +2,19 @@
 
 relayrl: a replay of --transitions rows filled through the worker's row code (frame_rows.compact_transitions,
 what RolloutWorker._transitions calls with frame_stack = 4) from a synthetic 84x84 frame stream, each frame
-stored once. sb3: stable-baselines3's ReplayBuffer (VecFrameStack's channel-last (84, 84, 4) layout) with and
-without optimize_memory_usage, filled with as many synthetic transitions; run it in a venv with
-stable-baselines3 (benchmarks/anchors/.venv). Both print one JSON line: RSS growth over the fill, per
-transition. SB3's 1M buffers need ~56 GB (~28 GB optimised): measure them at 100k-200k; the 1M figure is then
-an extrapolation, and the JSON says so.
+stored once. sb3: stable-baselines3's ReplayBuffer (VecFrameStack's channel-last (84, 84, 4) layout), variant
+"plain" (optimize_memory_usage=False) or "optimized" (True), filled with as many synthetic transitions; run it
+in a venv with stable-baselines3 (benchmarks/anchors/.venv). SB3's 1M buffers need ~56 GB (~28 GB optimised),
+more than this machine has: they are measured at --measure-at rows (default 100k) and the 1M figure is an
+extrapolation, which the JSON says.
 
-    python benchmarks/replay_memory.py relayrl --transitions 1000000
-    benchmarks/anchors/.venv/bin/python benchmarks/replay_memory.py sb3 --transitions 200000 [--optimize]
+The contract of benchmarks/run.py's workload W9 (benchmarks/anchors/common.py): one JSON line
+{"library", "variant", "transitions", "rss_bytes", "bytes_per_transition", "extrapolated_1m_bytes", ...},
+where extrapolated_1m_bytes = the process's resident bytes before the fill + bytes_per_transition x 1M (for a
+1M-row relayrl run: its RSS at the end).
+
+    python benchmarks/replay_memory.py --library relayrl --transitions 1000000
+    benchmarks/anchors/.venv/bin/python benchmarks/replay_memory.py --library sb3 --variant optimized
 """
 
 from __future__ import annotations
@@ -48,18 +53,21 @@ def relayrl_buffer(transitions: int, num_envs: int = 64, fragment_length: int = 
     batch = replay.sample(512)
     assert batch["obs"].shape == (512, *OBS_SHAPE)
     return {
-        "backend": "relayrl UniformReplay (frame store)",
+        "library": "relayrl",
+        "variant": "",
+        "backend": "UniformReplay (frame store)",
         "transitions": rows,
         "frames_held": replay.frames.total,
         "rows_held": len(replay),
         "rss_growth_bytes": after - before,
         "bytes_per_transition": (after - before) / rows,
         "rss_bytes": after,
+        "extrapolated_1m_bytes": before + (after - before) / rows * 1_000_000,
         "fill_s": round(time.perf_counter() - start, 1),
     }
 
 
-def sb3_buffer(transitions: int, optimize: bool, extrapolate_to: int = 1_000_000, num_envs: int = 16) -> dict:
+def sb3_buffer(transitions: int, optimize: bool, num_envs: int = 16) -> dict:
     """SB3's ReplayBuffer as its DQN builds it for Atari (VecFrameStack: (84, 84, 4) uint8, Discrete)."""
     from gymnasium import spaces
     from stable_baselines3.common.buffers import ReplayBuffer
@@ -86,26 +94,33 @@ def sb3_buffer(transitions: int, optimize: bool, extrapolate_to: int = 1_000_000
     rows = transitions // num_envs * num_envs
     per_row = (after - before) / rows
     return {
-        "backend": f"stable-baselines3 ReplayBuffer optimize_memory_usage={optimize}",
+        "library": "sb3",
+        "variant": "optimized" if optimize else "plain",
+        "backend": f"ReplayBuffer optimize_memory_usage={optimize}",
         "transitions": rows,
         "rss_growth_bytes": after - before,
         "bytes_per_transition": per_row,
+        "rss_bytes": after,
+        "extrapolated_1m_bytes": before + per_row * 1_000_000,
         "fill_s": round(time.perf_counter() - start, 1),
-        f"extrapolated_{extrapolate_to}_bytes": per_row * extrapolate_to,
-        "note": f"measured at {rows} transitions; the {extrapolate_to} figure is an extrapolation",
+        "note": f"measured at {rows} transitions; the 1M figure is an extrapolation",
     }
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("backend", choices=["relayrl", "sb3"])
+    p.add_argument("--library", choices=["relayrl", "sb3"], required=True)
+    p.add_argument("--variant", default="", help="sb3: plain (default) or optimized; relayrl: none")
     p.add_argument("--transitions", type=int, default=1_000_000)
-    p.add_argument("--optimize", action="store_true", help="sb3: optimize_memory_usage=True")
+    p.add_argument("--measure-at", type=int, default=100_000, help="sb3: rows actually filled (at most)")
     args = p.parse_args()
-    if args.backend == "relayrl":
+    allowed = {"relayrl": ("",), "sb3": ("", "plain", "optimized")}[args.library]
+    if args.variant not in allowed:
+        p.error(f"--variant {args.variant!r} is invalid for {args.library}: allowed: {allowed}")
+    if args.library == "relayrl":
         result = relayrl_buffer(args.transitions)
     else:
-        result = sb3_buffer(args.transitions, args.optimize)
+        result = sb3_buffer(min(args.transitions, args.measure_at), args.variant == "optimized")
     print(json.dumps(result))
 
 
