@@ -21,6 +21,13 @@ WORKER_ENV = {
 }
 
 
+# Options of every actor relayrl starts. Ray keeps an event record of each actor call in the GCS (for the
+# dashboard's task list, up to 100,000 tasks): ~3.5 KB per call, so PPO's two sample calls per iteration
+# grew gcs_server ~7 KB per iteration (benchmarks/memory_soak.py), toward ~350 MB. These actors repeat the
+# same few calls all run long; the actors themselves still show on the dashboard.
+ACTOR_OPTIONS = {"enable_task_events": False}
+
+
 def init_ray(address: str | None = None, dashboard: bool = False) -> bool:
     """Start an embedded Ray of this process's own (or join `address`: 'auto' or host:port) unless one is
     running; True if this call started it.
