@@ -18,6 +18,10 @@ WORKER_ENV = {
     "TF_NUM_INTRAOP_THREADS": "1",
     "TF_NUM_INTEROP_THREADS": "1",
     "TF_CPP_MIN_LOG_LEVEL": "3",
+    # glibc gives each thread that mallocs its own arena (up to 8 per core); Ray's gRPC threads free what
+    # others allocated, and the arenas' free lists grew a rollout worker's RSS ~58 bytes per iteration with
+    # its malloc'd bytes flat (mallinfo2). Two arenas: the worker stays flat (benchmarks/memory_soak.py).
+    "MALLOC_ARENA_MAX": "2",
 }
 
 
