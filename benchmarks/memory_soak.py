@@ -4,7 +4,10 @@ daemons that an embedded Ray starts (raylet, gcs_server) -- and the object store
 line: per process, the RSS slope in bytes per iteration after the warm-up, with its standard error.
 
     python benchmarks/memory_soak.py [--algo ppo|apex] [--learner driver|actor] [--iterations 4000]
-        [--warmup 500] [--every 10] [--address HOST:PORT]
+        [--warmup 500] [--every 10] [--address HOST:PORT | --cluster]
+
+--cluster (root) starts a 3-node cluster in network namespaces (tests/helpers/netns_cluster.py) and runs the
+same soak as a job on its head node with --address; the actors spread over the nodes.
 
 Noise: RSS moves in steps (the allocator maps arenas, TF caches a buffer) and neighbouring samples are
 correlated, so the plain regression's standard error would call any step a trend. The post-warm-up samples
@@ -18,8 +21,11 @@ docs/fault_tolerance.md, "Long runs: memory stays flat".
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -75,6 +81,23 @@ def relayrl_processes() -> dict[str, int]:
     return procs
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in "arena ordblks smblks hblks hblkhd usmblks fsmblks".split()]
+    _fields_ += [(n, ctypes.c_size_t) for n in ("uordblks", "fordblks", "keepcost")]
+
+
+def malloc_in_use() -> float:
+    """Bytes glibc's malloc has handed out to this process and not had back (mallinfo2; NaN without glibc
+    2.33+). RSS that grows while this stays flat is the allocator's free lists, not objects piling up."""
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallinfo2.restype = _MallInfo2
+    except (OSError, AttributeError):
+        return float("nan")
+    info = libc.mallinfo2()
+    return float(info.uordblks + info.hblkhd)
+
+
 def rss(pid: int) -> float:
     try:
         return float(psutil.Process(pid).memory_info().rss)
@@ -82,10 +105,10 @@ def rss(pid: int) -> float:
         return float("nan")
 
 
-def trend(iters: np.ndarray, values: np.ndarray) -> dict:
+def trend(iters: np.ndarray, values) -> dict:
     """Slope (bytes/iteration) of the block medians, its standard error, the medians and the verdict."""
     blocks_x = [float(np.median(b)) for b in np.array_split(iters, BLOCKS)]
-    blocks_y = [float(np.median(b)) for b in np.array_split(values, BLOCKS)]
+    blocks_y = [float(np.median(b)) for b in np.array_split(np.asarray(values, float), BLOCKS)]
     x, y = np.asarray(blocks_x), np.asarray(blocks_y)
     (slope, intercept), cov = np.polyfit(x, y, 1, cov=True)
     se = float(np.sqrt(cov[0, 0]))
@@ -97,6 +120,19 @@ def trend(iters: np.ndarray, values: np.ndarray) -> dict:
     }
 
 
+def on_cluster(argv: list[str]) -> str:
+    """Run this soak from the head node of a 3-node namespace cluster; returns its JSON line."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from tests.helpers.netns_cluster import NamespaceCluster
+
+    job = [sys.executable, os.path.abspath(__file__), *(a for a in argv if a != "--cluster")]
+    with NamespaceCluster(nodes=3) as cluster:
+        done: subprocess.CompletedProcess = cluster.run(0, [*job, "--address", cluster.address], 7200)
+    if done.returncode != 0:
+        raise SystemExit(f"the soak on the cluster failed: {done.stderr[-2000:]}")
+    return done.stdout.strip().splitlines()[-1]
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--algo", choices=("ppo", "apex"), default="ppo")
@@ -105,10 +141,14 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=500)
     p.add_argument("--every", type=int, default=10, help="iterations between memory samples")
     p.add_argument("--address", default=None, help="join this Ray cluster instead of an embedded one")
+    p.add_argument("--cluster", action="store_true", help="on a 3-node namespace cluster (needs root)")
     args = p.parse_args()
+    if args.cluster:
+        print(on_cluster(sys.argv[1:]))
+        return
     algo = build(args.algo, args.learner, args.address)
     procs = relayrl_processes()
-    iters, samples, store = [], {k: [] for k in procs}, []
+    iters, samples, store, in_use = [], {k: [] for k in procs}, [], []
     start = time.time()
     try:
         for i in range(1, args.iterations + 1):
@@ -116,6 +156,7 @@ def main() -> None:
             if i > args.warmup and i % args.every == 0:
                 iters.append(i)
                 store.append(float(result["memory/object_store_bytes"]))
+                in_use.append(malloc_in_use())
                 for label, pid in procs.items():
                     samples[label].append(rss(pid))
         still = relayrl_processes()
@@ -130,8 +171,9 @@ def main() -> None:
         "warmup": args.warmup,
         "seconds": round(time.time() - start, 1),
         "same_processes": still == procs,  # no actor restarted or appeared during the soak
-        "rss_bytes_per_iteration": {k: trend(x, np.asarray(v)) for k, v in samples.items()},
-        "object_store_bytes_per_iteration": trend(x, np.asarray(store)),
+        "rss_bytes_per_iteration": {k: trend(x, v) for k, v in samples.items()},
+        "object_store_bytes_per_iteration": trend(x, store),
+        "driver_malloc_in_use_bytes_per_iteration": None if np.isnan(in_use).any() else trend(x, in_use),
     }
     print(json.dumps(report))
 
