@@ -63,9 +63,10 @@ def build(algo: str, learner: str, address: str | None):
     return config.debugging(seed=0).build()
 
 
-def relayrl_processes() -> dict[str, int]:
+def relayrl_processes(cluster_dir: str | None) -> dict[str, int]:
     """label -> pid: this driver, every live actor of this job (from Ray's actor table: no dashboard
-    needed), and the Ray daemons this driver started (an embedded Ray's children)."""
+    needed), and the Ray daemons: an embedded Ray's (this driver's children), or those of the namespace
+    cluster whose --temp-dir is under cluster_dir (their command lines name it)."""
     procs = {"driver": os.getpid()}
     job = ray.get_runtime_context().get_job_id()
     counts: dict[str, int] = {}
@@ -75,9 +76,16 @@ def relayrl_processes() -> dict[str, int]:
             name = a["ActorClassName"].split(".")[-1]
             counts[name] = counts.get(name, 0) + 1
             procs[f"{name}#{counts[name]}"] = a["Pid"]
-    for child in psutil.Process().children():
-        if child.name() in ("raylet", "gcs_server"):
-            procs[f"ray:{child.name()}"] = child.pid
+    if cluster_dir is None:
+        daemons = psutil.Process().children()
+    else:
+        daemons = [
+            q for q in psutil.process_iter(["cmdline"]) if cluster_dir in " ".join(q.info["cmdline"] or [])
+        ]
+    for q in sorted(daemons, key=lambda q: q.pid):
+        if q.name() in ("raylet", "gcs_server"):
+            counts[q.name()] = counts.get(q.name(), 0) + 1
+            procs[f"ray:{q.name()}#{counts[q.name()]}"] = q.pid
     return procs
 
 
@@ -127,7 +135,8 @@ def on_cluster(argv: list[str]) -> str:
 
     job = [sys.executable, os.path.abspath(__file__), *(a for a in argv if a != "--cluster")]
     with NamespaceCluster(nodes=3) as cluster:
-        done: subprocess.CompletedProcess = cluster.run(0, [*job, "--address", cluster.address], 7200)
+        job += ["--address", cluster.address, "--cluster-dir", cluster.root]
+        done: subprocess.CompletedProcess = cluster.run(0, job, 7200)
     if done.returncode != 0:
         raise SystemExit(f"the soak on the cluster failed: {done.stderr[-2000:]}")
     return done.stdout.strip().splitlines()[-1]
@@ -142,12 +151,13 @@ def main() -> None:
     p.add_argument("--every", type=int, default=10, help="iterations between memory samples")
     p.add_argument("--address", default=None, help="join this Ray cluster instead of an embedded one")
     p.add_argument("--cluster", action="store_true", help="on a 3-node namespace cluster (needs root)")
+    p.add_argument("--cluster-dir", default=None, help=argparse.SUPPRESS)  # set by --cluster for its job
     args = p.parse_args()
     if args.cluster:
         print(on_cluster(sys.argv[1:]))
         return
     algo = build(args.algo, args.learner, args.address)
-    procs = relayrl_processes()
+    procs = relayrl_processes(args.cluster_dir)
     iters, samples, store, in_use = [], {k: [] for k in procs}, [], []
     start = time.time()
     try:
@@ -159,7 +169,7 @@ def main() -> None:
                 in_use.append(malloc_in_use())
                 for label, pid in procs.items():
                     samples[label].append(rss(pid))
-        still = relayrl_processes()
+        still = relayrl_processes(args.cluster_dir)
     finally:
         algo.stop()
     x = np.asarray(iters, float)
