@@ -18,7 +18,18 @@ WORKER_ENV = {
     "TF_NUM_INTRAOP_THREADS": "1",
     "TF_NUM_INTEROP_THREADS": "1",
     "TF_CPP_MIN_LOG_LEVEL": "3",
+    # glibc gives each thread that mallocs its own arena (up to 8 per core); Ray's gRPC threads free what
+    # others allocated, and the arenas' free lists grew a rollout worker's RSS ~58 bytes per iteration with
+    # its malloc'd bytes flat (mallinfo2). Two arenas: the worker stays flat (benchmarks/memory_soak.py).
+    "MALLOC_ARENA_MAX": "2",
 }
+
+
+# Options of every actor relayrl starts. Ray keeps an event record of each actor call in the GCS (for the
+# dashboard's task list, up to 100,000 tasks): ~3.5 KB per call, so PPO's two sample calls per iteration
+# grew gcs_server ~7 KB per iteration (benchmarks/memory_soak.py), toward ~350 MB. These actors repeat the
+# same few calls all run long; the actors themselves still show on the dashboard.
+ACTOR_OPTIONS = {"enable_task_events": False}
 
 
 def init_ray(address: str | None = None, dashboard: bool = False) -> bool:

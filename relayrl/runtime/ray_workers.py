@@ -11,6 +11,7 @@ import ray
 
 from relayrl.core.types import Fragment
 from relayrl.runtime.cluster import (
+    ACTOR_OPTIONS,
     ObjectStoreGauge,
     init_ray,
     kill_quietly,
@@ -66,7 +67,7 @@ class RayWorkers(RestartBudget):
         strategy = None if ray.util.get_current_placement_group() is not None else "SPREAD"
         self._make = lambda i: (
             ray.remote(worker_cls or RayRolloutWorker)
-            .options(num_cpus=num_cpus_per_worker, scheduling_strategy=strategy)
+            .options(num_cpus=num_cpus_per_worker, scheduling_strategy=strategy, **ACTOR_OPTIONS)
             .remote(settings, i + 1)
         )
         self.actors = [self._make(i) for i in range(num_workers)]

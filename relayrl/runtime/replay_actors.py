@@ -24,7 +24,7 @@ import numpy as np
 import ray
 
 from relayrl.replay import PrioritizedReplay, UniformReplay
-from relayrl.runtime.cluster import kill_quietly
+from relayrl.runtime.cluster import ACTOR_OPTIONS, kill_quietly
 from relayrl.sampling import frame_rows
 
 
@@ -174,7 +174,7 @@ class ShardedReplay:
         # Mostly idle memory: reserve no CPU, and spread the shards over the nodes so that no node holds all
         # the replay (a Ray Tune trial's placement group keeps them in its bundles instead).
         strategy = None if ray.util.get_current_placement_group() is not None else "SPREAD"
-        actor = ray.remote(ReplayShard).options(num_cpus=0, scheduling_strategy=strategy)
+        actor = ray.remote(ReplayShard).options(num_cpus=0, scheduling_strategy=strategy, **ACTOR_OPTIONS)
         per_shard = max(1, capacity // num_shards)
         self._make = lambda i: actor.remote(per_shard, prioritized, alpha, None if seed is None else seed + i)
         self.shards = [self._make(i) for i in range(num_shards)]
