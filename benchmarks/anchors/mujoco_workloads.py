@@ -135,7 +135,7 @@ OFF_POLICY_FRAGMENT = 8  # relayrl: env steps per iteration (1 env) before its 8
 
 
 # ------------------------------------------------------------------------------------ relayrl's side
-def relayrl_fields(algo: str, env: str) -> dict:
+def relayrl_fields(algo: str, env: str, cap: int) -> dict:
     """relayrl's config fields for the zoo's hyperparameters (every field a tuned file could set, so that
     none leaks in from relayrl/core/tuned/ under --config) and the evaluation protocol."""
     if algo == "sac":
@@ -162,7 +162,7 @@ def relayrl_fields(algo: str, env: str) -> dict:
             critic_hiddens=hp["net_arch"],
         )
     else:
-        return dict(ppo_fields(ZOO_PPO_MUJOCO[env]), **evaluation_fields(iteration_steps(algo, env)))
+        return dict(ppo_fields(ZOO_PPO_MUJOCO[env]), **evaluation_fields(iteration_steps(algo, env), cap))
     fields.update(
         num_envs_per_worker=1,
         rollout_fragment_length=OFF_POLICY_FRAGMENT,
@@ -174,7 +174,7 @@ def relayrl_fields(algo: str, env: str) -> dict:
         tau=hp["tau"],
         gamma=hp["gamma"],
     )
-    return dict(fields, **evaluation_fields(iteration_steps(algo, env)))
+    return dict(fields, **evaluation_fields(iteration_steps(algo, env), cap))
 
 
 def ppo_fields(hp: dict) -> dict:
@@ -211,19 +211,20 @@ def iteration_steps(algo: str, env: str) -> int:
     return OFF_POLICY_FRAGMENT
 
 
-def evaluation_fields(steps_per_iteration: int) -> dict:
+def evaluation_fields(steps_per_iteration: int, cap: int) -> dict:
     return dict(
-        evaluation_interval=eval_interval(steps_per_iteration),
+        evaluation_interval=eval_interval(steps_per_iteration, cap),
         evaluation_episodes=EVAL_EPISODES,
         evaluation_explore=False,
         metrics_num_episodes_for_smoothing=EVAL_EPISODES,
     )
 
 
-def eval_interval(steps_per_iteration: int) -> int:
+def eval_interval(steps_per_iteration: int, cap: int) -> int:
     """relayrl evaluates every N iterations: the N nearest to eval_every() env steps (PPO's 512-step
-    iterations: every 20, i.e. 10,240 steps)."""
-    return max(1, round(eval_every() / steps_per_iteration))
+    iterations: every 20, i.e. 10,240 steps), and no more than the run's own iterations (a short run
+    evaluates at its end only, as SB3's)."""
+    return max(1, min(round(eval_every() / steps_per_iteration), math.ceil(cap / steps_per_iteration)))
 
 
 def relayrl_stop_iters(cap: int, steps_per_iteration: int) -> int:
@@ -232,5 +233,5 @@ def relayrl_stop_iters(cap: int, steps_per_iteration: int) -> int:
     Not --stop-timesteps: relayrl counts transitions, and gymnasium's vector env spends one step per episode
     on its reset, so an iteration holds slightly fewer than steps_per_iteration of them (Hopper's short
     first episodes: ~4% fewer) and a timestep rule would stop off the grid, after the last evaluation."""
-    interval = eval_interval(steps_per_iteration)
+    interval = eval_interval(steps_per_iteration, cap)
     return math.ceil(cap / (interval * steps_per_iteration)) * interval

@@ -159,7 +159,7 @@ def mujoco_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
     path = os.path.join(common.RESULTS_DIR, "configs", f"{w.name}_relayrl.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        json.dump(mw.relayrl_fields(w.algo, w.env), f, indent=1)
+        json.dump(mw.relayrl_fields(w.algo, w.env, w.cap), f, indent=1)
     _MUJOCO_LOGDIR[:] = [tempfile.mkdtemp(prefix=f"relayrl_{w.name}_")]
     iters = mw.relayrl_stop_iters(w.cap, mw.iteration_steps(w.algo, w.env))
     return [

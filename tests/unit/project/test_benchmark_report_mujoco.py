@@ -91,13 +91,15 @@ def test_relayrl_config_covers_every_tuned_field(run_py, workload):
     """The CLI applies relayrl's tuned file under --config: a field the runner's JSON left out would leak
     relayrl's own tuning into the 'same hyperparameters' run (ppo-HalfCheetah-v5.yaml exists today)."""
     mw = run_py.mujoco_report.mw
-    algo, env, _, _ = mw.specs()[workload]
-    fields = mw.relayrl_fields(algo, env)
+    algo, env, cap, _ = mw.specs()[workload]
+    fields = mw.relayrl_fields(algo, env, cap)
     tuned_fields, _ = tuned.load(algo, env)
     assert set(tuned_fields) <= set(fields)
     assert set(tuned_fields.get("model", {})) <= set(fields["model"])
     assert fields["evaluation_episodes"] == 10 and fields["evaluation_explore"] is False
     steps = mw.iteration_steps(algo, env)
     assert fields["evaluation_interval"] * steps in (10_000, 10_240)  # SAC/TD3: 1,250 x 8; PPO: 20 x 512
-    iters = mw.relayrl_stop_iters(mw.specs()[workload][2], steps)
+    iters = mw.relayrl_stop_iters(cap, steps)
     assert iters % fields["evaluation_interval"] == 0  # the last iteration evaluates
+    # a run shorter than one evaluation interval (a smoke run) evaluates at its end, not 10k steps later
+    assert mw.eval_interval(512, 600) == 2 and mw.relayrl_stop_iters(600, 512) == 2
