@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/run.py --workloads W1,W2,W5 --libs relayrl,sb3,rllib,cleanrl --seeds 3
     .venv/bin/python benchmarks/run.py --report-only benchmarks/results/anchors.csv
     .venv/bin/python benchmarks/run.py --workloads W7 --libs relayrl,sb3,rllib --seeds 3 --cap W7=100000
+    .venv/bin/python benchmarks/run.py --workloads W10,W11,W12 --libs relayrl,sb3 --seeds 3   # MuJoCo, hours
 
 Runs the libraries ALTERNATELY (A B C A B C ... for each seed), so that load from other processes on the
 machine falls on all of them alike; each run is a fresh process (benchmarks/anchors/*_runner.py) whose JSON
