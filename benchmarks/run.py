@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/run.py --workloads W1,W2,W5 --libs relayrl,sb3,rllib,cleanrl --seeds 3
     .venv/bin/python benchmarks/run.py --report-only benchmarks/results/anchors.csv
     .venv/bin/python benchmarks/run.py --workloads W7 --libs relayrl,sb3,rllib --seeds 3 --cap W7=100000
+    .venv/bin/python benchmarks/run.py --workloads W10,W11,W12 --libs relayrl,sb3 --seeds 3   # MuJoCo, hours
 
 Runs the libraries ALTERNATELY (A B C A B C ... for each seed), so that load from other processes on the
 machine falls on all of them alike; each run is a fresh process (benchmarks/anchors/*_runner.py) whose JSON
@@ -24,6 +25,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import mujoco_report  # noqa: E402  (issue 17's MuJoCo workloads: W10-<Env>, W11-<Env>, W12-<Env>)
+
 RUNNERS = {
     lib: os.path.join(HERE, "anchors", f"{lib}_runner.py") for lib in ("relayrl", "sb3", "rllib", "cleanrl")
 }
@@ -74,11 +78,13 @@ NOT_APPLICABLE = {
     ("W8", "cleanrl"),
     ("W9", "rllib"),
     ("W9", "cleanrl"),
-}
+} | mujoco_report.NOT_APPLICABLE
 TIMEOUT_S = {"W1": 900, "W2": 1200, "W3": 120, "W4": 900, "W4R": 3600, "W5": 300, "W6": 1200}
 TIMEOUT_S.update({"W7": 1800, "W8": 6 * 3600, "W9": 1800})
 # The caps the timeouts above are sized for (agent steps; transitions for W9): `--cap` scales the timeout.
 DEFAULT_CAP = {"W7": 50_000, "W8": 1_000_000, "W9": 1_000_000}
+TIMEOUT_S.update(mujoco_report.TIMEOUT_S)
+DEFAULT_CAP.update(mujoco_report.DEFAULT_CAP)
 
 TIME_COLUMNS = ("time_to_solve_s", "first_iter_s", "wall_s")
 # workload -> (metric column, better, label, target); target = (kind, value): "ratio_max": relayrl/best <= v,
@@ -133,6 +139,7 @@ METRICS = {
         ("bytes_per_transition", "min", "bytes per transition", None),
         ("rss_bytes", "min", "process RSS at the size measured", None),
     ],
+    **mujoco_report.METRICS,  # "best_within_noise": mujoco_report.within_noise_best
 }
 
 
@@ -254,6 +261,8 @@ def metric_values(rows: list[dict], column: str) -> list[float]:
         short = _num(r.get("cap")) is not None and (_num(r.get("env_steps")) or 0) < _num(r["cap"])
         if r.get("workload") == "W8" and short:
             continue  # return and wall time at 1M steps: a run stopped short of its cap (timeout) has neither
+        if r.get("workload") in mujoco_report.METRICS and r.get("error"):
+            continue  # likewise (relayrl counts transitions, a few short of the cap: the timeout tells)
         if column == "time_to_solve_s":
             solved = str(r.get("solved")).lower() == "true"
             out.append(_num(r.get(column)) if solved and _num(r.get(column)) is not None else math.inf)
@@ -324,6 +333,9 @@ def verdict(target, relayrl_value: float, variant: str, best, ref) -> tuple[str,
         r = relayrl_value / sb3[0] if sb3 and sb3[0] else None
         txt = f"{r:.2f}x SB3" if r is not None else "-"
         return txt, f">= {value}x SB3", "PASS" if r is not None and r >= value else "MISS"
+    if kind == "best_within_noise":
+        incumbents = {lib: ref(lib, "")[1] for lib in INCUMBENTS}
+        return mujoco_report.within_noise_best(ref("relayrl", variant)[1], incumbents, value)
     if kind == "sb3_within_noise":
         return within_noise(ref("relayrl", variant)[1], ref("sb3", "")[1], value)
     if kind == "mem_max":
@@ -442,8 +454,9 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
     import matplotlib.pyplot as plt
 
     written = bar_charts(summary, out_dir, plt)
-    path = curve_chart(rows, out_dir, base_dir, plt)
-    return written + ([path] if path else [])
+    paths = [curve_chart(rows, out_dir, base_dir, plt)]
+    paths.append(mujoco_report.curve_chart(rows, out_dir, base_dir, plt, COLORS))
+    return written + [p for p in paths if p]
 
 
 def bar_charts(summary: dict, out_dir: str, plt) -> list[str]:
@@ -570,15 +583,20 @@ def parse_caps(specs: list[str]) -> dict[str, int]:
     caps = {}
     for spec in specs:
         workload, _, number = spec.partition("=")
-        if workload not in DEFAULT_CAP or not number.isdigit() or int(number) < 1:
+        named = mujoco_report.expand([workload])  # W10=N: the cap of W10-HalfCheetah, W10-Hopper, ...
+        if any(w not in DEFAULT_CAP for w in named) or not number.isdigit() or int(number) < 1:
             sys.exit(f"run.py: --cap {spec!r}: allowed: W=N with W one of {sorted(DEFAULT_CAP)} and N >= 1")
-        caps[workload] = int(number)
+        caps.update({w: int(number) for w in named})
     return caps
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--workloads", default="W1,W2,W5", help="comma-separated: " + ",".join(METRICS))
+    p.add_argument(
+        "--workloads",
+        default="W1,W2,W5",
+        help="comma-separated: " + ",".join(METRICS) + " (W10, W11, W12: all three of their envs)",
+    )
     p.add_argument("--libs", default="relayrl,sb3,rllib,cleanrl")
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--first-seed", type=int, default=0)
@@ -599,7 +617,7 @@ def main() -> None:
     if args.report_only:
         print(report(args.report_only, args.out))
         return
-    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    workloads = mujoco_report.expand([w.strip() for w in args.workloads.split(",") if w.strip()])
     libs = [lib.strip() for lib in args.libs.split(",") if lib.strip()]
     bad = [w for w in workloads if w not in METRICS] + [lib for lib in libs if lib not in RUNNERS]
     if bad:

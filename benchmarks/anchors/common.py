@@ -85,6 +85,18 @@ WORKLOADS = {
     ),
 }
 
+# Issue 17's MuJoCo workloads (W10-<Env> SAC, W11-<Env> TD3, W12-<Env> PPO): mujoco_workloads.py. `window`
+# is the number of evaluation episodes whose mean is the figure.
+sys.path.insert(0, HERE)
+import mujoco_workloads  # noqa: E402
+
+WORKLOADS.update(
+    {
+        name: Workload(name, algo, env, None, mujoco_workloads.EVAL_EPISODES, cap, what)
+        for name, (algo, env, cap, what) in mujoco_workloads.specs().items()
+    }
+)
+
 # ------------------------------------------------------------------------------------------------- Atari
 # One preprocessing for every library (DeepMind, Mnih et al. 2015, as SB3's AtariWrapper and relayrl's
 # `atari` options do it): ALE v5 with sticky actions 0.25 and its 108k-frame limit, made WITHOUT frame skip so

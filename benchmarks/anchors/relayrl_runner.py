@@ -18,6 +18,10 @@ episodic life and reward clipping are the learner's signals only). Variants: "" 
 preprocessing with the same options; reported as not run where envpool is not importable).
 W9 runs benchmarks/replay_memory.py in relayrl's venv.
 
+MuJoCo (issue 17: W10-<Env> SAC, W11-<Env> TD3, W12-<Env> PPO): `python -m relayrl.cli train ALGO ENV
+--config FILE --stop-iters N` with the zoo's hyperparameters on relayrl's fields and evaluation every
+~10k env steps (mujoco_workloads.relayrl_fields); the curve is read from the run's progress.csv at its end.
+
 The learning curve comes from the CLI's progress lines (stderr, at most every 0.5 s), timed by this parent
 from the moment it started the child; time_to_solve_s is the CLI's own figure (time since the child process
 was created, psutil's create_time).
@@ -33,6 +37,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import mujoco_workloads  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(common.HERE))
 VENV_BIN = os.path.join(REPO, ".venv", "bin")
@@ -140,7 +145,67 @@ def atari_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
     ]
 
 
+_MUJOCO_LOGDIR: list[str] = []  # the MuJoCo run's --logdir, read by parse() at the run's end
+
+
+def mujoco_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
+    """Issue 17: `relayrl train ALGO ENV --config FILE` with the zoo's hyperparameters and the evaluation
+    protocol (mujoco_workloads.relayrl_fields), stopping on the evaluation grid (relayrl_stop_iters)."""
+    import tempfile
+
+    if variant:
+        raise NotImplementedError(f"{w.name} has one relayrl variant, '' (got {variant!r})")
+    mw = mujoco_workloads
+    path = os.path.join(common.RESULTS_DIR, "configs", f"{w.name}_relayrl.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(mw.relayrl_fields(w.algo, w.env, w.cap), f, indent=1)
+    _MUJOCO_LOGDIR[:] = [tempfile.mkdtemp(prefix=f"relayrl_{w.name}_")]
+    iters = mw.relayrl_stop_iters(w.cap, mw.iteration_steps(w.algo, w.env))
+    return [
+        relayrl_python(),
+        "-m",
+        "relayrl.cli",
+        "train",
+        w.algo,
+        w.env,
+        "--seed",
+        str(seed),
+        "--workers",
+        "0",
+        "--config",
+        path,
+        "--stop-iters",
+        str(iters),
+        "--json",
+        "--logdir",
+        os.path.join(_MUJOCO_LOGDIR[0], "run"),
+    ]
+
+
+def mujoco_curve(now: float, final: dict) -> list[list[float]]:
+    """[wall_s, env_steps, evaluation mean] per evaluation, from the run's progress.csv. wall_s is on this
+    parent's clock: `now` (the final line) less the training and evaluation time still to come after it."""
+    import csv
+    import shutil
+
+    logdir = _MUJOCO_LOGDIR[0]
+    with open(os.path.join(logdir, "run", "progress.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    shutil.rmtree(logdir, ignore_errors=True)
+    evaluating, points = 0.0, []  # evaluation time so far (time_total_s is training time only)
+    for r in rows:
+        evaluating += float(r.get("evaluation/time_s") or 0.0)
+        if r.get("evaluation/episode_reward_mean"):
+            t = float(r["time_total_s"]) + evaluating
+            points.append([t, int(float(r["timesteps_total"])), float(r["evaluation/episode_reward_mean"])])
+    end = float(final["time_total_s"]) + evaluating
+    return [[now - (end - t), steps, ret] for t, steps, ret in points]
+
+
 def make_cmd(w: common.Workload, seed: int, variant: str):
+    if mujoco_workloads.is_mujoco(w.name):
+        return mujoco_cmd(w, seed, variant), None
     if w.name == "W3":
         return common.self_cmd(__file__, w, seed, variant, python=relayrl_python()), None
     if w.name == "W9":
@@ -175,6 +240,14 @@ def make_cmd(w: common.Workload, seed: int, variant: str):
 def parse(line: str, now: float, run: common.Run, window) -> bool:
     if run.workload == "W9":
         return common.parse_memory(line, now, run, window)
+    if mujoco_workloads.is_mujoco(run.workload):  # the curve is the evaluations', read at the end
+        if line.startswith("{"):
+            final = json.loads(line)
+            run.extra.update(env_steps=final["timesteps_total"])
+            run.curve = mujoco_curve(now, final)
+        elif run.first_iter_s is None and PROGRESS.match(line.strip()):
+            run.first_iter_s = now
+        return False
     m = PROGRESS.match(line.strip())
     if m:
         reward = float(m.group(3))

@@ -15,6 +15,10 @@ whole games, unclipped) + VecFrameStack(4), on ALE v5 made without frame skip (c
 skips). Variant "nofire" drops the one part of AtariWrapper that relayrl's `atari` options lack: FireResetEnv
 (press FIRE after every reset and lost life); the default "" is the zoo's wrapper as it is.
 W9 runs benchmarks/replay_memory.py in this venv (variants "plain" and "optimized": optimize_memory_usage).
+
+MuJoCo (issue 17: W10-<Env> SAC, W11-<Env> TD3, W12-<Env> PPO): the zoo's entries in mujoco_workloads.py
+(not rescaled: the zoo has no schedules there), trained to the cap, evaluated by EvalCallback
+(mujoco_learn); the curve points are the evaluations.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
+import mujoco_workloads  # noqa: E402
 
 # rl_zoo3 2.9.2 hyperparams/ppo.yml CartPole-v1
 ZOO_PPO_CARTPOLE = dict(
@@ -112,6 +117,9 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
             return not solved and not (w.name == "W5" and self.rollouts >= 2)
 
     total = w.cap or 100_000
+    if mujoco_workloads.is_mujoco(w.name):
+        mujoco_learn(w, seed, total, rep)
+        return
     if w.algo == "ppo" and w.env == "CartPole-v1":
         hp = ZOO_PPO_CARTPOLE
         env = make_vec_env(w.env, n_envs=hp["n_envs"], seed=seed)
@@ -185,6 +193,108 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
         raise SystemExit(f"sb3_runner: no workload {w.name}")
     model.learn(total_timesteps=total, callback=Report())
     rep.progress(model.num_timesteps, model._n_updates, force=True)
+    rep.emit(event="done", env_steps=model.num_timesteps)
+
+
+def mujoco_learn(w: common.Workload, seed: int, total: int, rep: common.Reporter) -> None:
+    """Issue 17: the zoo's MuJoCo entry for w.algo (mujoco_workloads.py), evaluated by SB3's EvalCallback
+    every eval_every() steps (10 deterministic episodes on an env seeded seed + EVAL_SEED_OFFSET; for PPO a
+    VecNormalize copy that EvalCallback syncs with the training statistics) and once more at the end."""
+    import numpy as np
+    import torch
+    from stable_baselines3 import PPO, SAC, TD3
+    from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.noise import NormalActionNoise
+    from stable_baselines3.common.vec_env import VecNormalize, sync_envs_normalization
+
+    mw = mujoco_workloads
+    env = make_vec_env(w.env, n_envs=1, seed=seed)
+    eval_env = make_vec_env(w.env, n_envs=1, seed=seed + mw.EVAL_SEED_OFFSET)
+    if w.algo == "sac":
+        hp = mw.ZOO_SAC_MUJOCO
+        model = SAC(
+            "MlpPolicy",
+            env,
+            learning_starts=hp["learning_starts"],
+            learning_rate=hp["learning_rate"],
+            buffer_size=hp["buffer_size"],
+            batch_size=hp["batch_size"],
+            tau=hp["tau"],
+            gamma=hp["gamma"],
+            policy_kwargs=dict(net_arch=hp["net_arch"]),
+            seed=seed,
+            device="cpu",
+        )
+    elif w.algo == "td3":
+        hp = mw.ZOO_TD3_MUJOCO
+        dims = env.action_space.shape[-1]
+        model = TD3(
+            "MlpPolicy",
+            env,
+            learning_starts=hp["learning_starts"],
+            action_noise=NormalActionNoise(np.zeros(dims), hp["noise_std"] * np.ones(dims)),
+            learning_rate=hp["learning_rate"],
+            batch_size=hp["batch_size"],
+            buffer_size=hp["buffer_size"],
+            tau=hp["tau"],
+            gamma=hp["gamma"],
+            policy_delay=hp["policy_delay"],
+            target_policy_noise=hp["target_policy_noise"],
+            target_noise_clip=hp["target_noise_clip"],
+            policy_kwargs=dict(net_arch=hp["net_arch"]),
+            seed=seed,
+            device="cpu",
+        )
+    else:
+        hp = mw.ZOO_PPO_MUJOCO[w.env]
+        env = VecNormalize(env, gamma=hp["gamma"])
+        eval_env = VecNormalize(eval_env, training=False, norm_reward=False, gamma=hp["gamma"])
+        policy = hp["policy"]
+        model = PPO(
+            "MlpPolicy",
+            env,
+            n_steps=hp["n_steps"],
+            batch_size=hp["batch_size"],
+            gamma=hp["gamma"],
+            learning_rate=hp["learning_rate"],
+            ent_coef=hp["ent_coef"],
+            clip_range=hp["clip_range"],
+            n_epochs=hp["n_epochs"],
+            gae_lambda=hp["gae_lambda"],
+            max_grad_norm=hp["max_grad_norm"],
+            vf_coef=hp["vf_coef"],
+            policy_kwargs=None
+            if policy is None
+            else dict(
+                log_std_init=policy["log_std_init"],
+                ortho_init=policy["ortho_init"],
+                activation_fn=torch.nn.ReLU,
+                net_arch=dict(pi=policy["net_arch"], vf=policy["net_arch"]),
+            ),
+            seed=seed,
+            device="cpu",
+        )
+
+    class Report(BaseCallback):  # EvalCallback's callback_after_eval: one curve point per evaluation
+        def _on_step(self) -> bool:
+            rep.progress(self.model.num_timesteps, self.model._n_updates, self.parent.last_mean_reward, True)
+            return True
+
+    evaluation = EvalCallback(
+        eval_env,
+        n_eval_episodes=mw.EVAL_EPISODES,
+        eval_freq=mw.eval_every(),
+        deterministic=True,
+        callback_after_eval=Report(),
+        verbose=0,
+    )
+    model.learn(total_timesteps=total, callback=evaluation)
+    if evaluation.n_calls % evaluation.eval_freq != 0:  # the final evaluation, unless EvalCallback just ran
+        sync_envs_normalization(env, eval_env)
+        mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=mw.EVAL_EPISODES, deterministic=True)
+        rep.progress(model.num_timesteps, model._n_updates, float(mean), force=True)
     rep.emit(event="done", env_steps=model.num_timesteps)
 
 

@@ -1,0 +1,105 @@
+"""benchmarks/run.py's MuJoCo workloads (issue 17: W10-<Env> SAC, W11-<Env> TD3, W12-<Env> PPO) on small
+synthetic CSVs: the return "at least the best incumbent within seed noise", wall time against the fastest
+incumbent, a timed-out run left out, group ids expanded; and relayrl's --config covering every field a tuned
+file could set (no library is run here)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from relayrl.core import tuned
+from tests.helpers.paths import ROOT
+
+RUN_PY = str(ROOT / "benchmarks" / "run.py")
+
+
+@pytest.fixture(scope="module")
+def run_py():
+    spec = importlib.util.spec_from_file_location("bench_run_mujoco", RUN_PY)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def row(lib, workload, seed, **kw):
+    return {"library": lib, "workload": workload, "seed": seed, "variant": "", **kw}
+
+
+def table_lines(run_py, path, rows):
+    for r in rows:
+        run_py.append_csv(str(path), r)
+    md = run_py.table(run_py.summarise(run_py.read_csv(str(path))))
+    return {tuple(c.strip() for c in ln.strip("|").split("|")[:2]): ln for ln in md.splitlines()[2:]}
+
+
+def test_the_nine_workloads_and_their_group_ids(run_py):
+    assert {w for w in run_py.METRICS if w.startswith("W1") and "-" in w} == {
+        f"{g}-{e}" for g in ("W10", "W11", "W12") for e in ("HalfCheetah", "Hopper", "Walker2d")
+    }
+    assert run_py.mujoco_report.expand(["W1", "W11"]) == [
+        "W1",
+        "W11-HalfCheetah",
+        "W11-Hopper",
+        "W11-Walker2d",
+    ]
+    assert run_py.parse_caps(["W12=4096"]) == {
+        f"W12-{e}": 4096 for e in ("HalfCheetah", "Hopper", "Walker2d")
+    }
+    assert run_py.DEFAULT_CAP["W10-Hopper"] == 300_000 and run_py.DEFAULT_CAP["W12-Walker2d"] == 1_000_000
+    assert ("W10-Hopper", "rllib") in run_py.NOT_APPLICABLE and (
+        "W10-Hopper",
+        "sb3",
+    ) not in run_py.NOT_APPLICABLE
+
+
+@pytest.mark.parametrize(
+    ("relayrl", "sb3", "verdict", "source"),
+    [
+        ([3000, 3400], [3300, 3500], "PASS", "pooled"),  # gap -200, pooled SD 224
+        ([2000, 2200], [3300, 3500], "MISS", "pooled"),  # gap -1,300, pooled SD 141
+        ([3100, 3500], [3500], "PASS", "relayrl's seeds"),  # SB3 run once: gap -200, relayrl's SD 283
+        ([2500, 2700], [3500], "MISS", "relayrl's seeds"),  # gap -900, SD 141
+        ([3000], [3500], "needs >= 2 relayrl seeds", ""),
+    ],
+)
+def test_return_at_least_the_best_incumbent_within_seed_noise(
+    run_py, tmp_path, relayrl, sb3, verdict, source
+):
+    rows = [row("relayrl", "W10-Hopper", s, final_return=v, wall_s=600) for s, v in enumerate(relayrl)]
+    rows += [row("sb3", "W10-Hopper", s, final_return=v, wall_s=3000) for s, v in enumerate(sb3)]
+    label = run_py.METRICS["W10-Hopper"][0][2]
+    line = table_lines(run_py, tmp_path / "a.csv", rows)[("W10-Hopper", label)]
+    assert verdict in line and source in line and ("vs sb3" in line or not source)
+
+
+def test_wall_time_against_the_fastest_incumbent_and_a_timeout_left_out(run_py, tmp_path):
+    rows = [
+        row("relayrl", "W12-Walker2d", 0, final_return=3000, wall_s=1000),
+        row("relayrl", "W12-Walker2d", 1, final_return=3100, wall_s=1200),
+        row("relayrl", "W12-Walker2d", 2, final_return=10, wall_s=14400, error="timeout after 14400 s"),
+        row("sb3", "W12-Walker2d", 0, final_return=2800, wall_s=2600),
+    ]
+    lines = table_lines(run_py, tmp_path / "a.csv", rows)
+    wall = lines[("W12-Walker2d", run_py.METRICS["W12-Walker2d"][1][2])]
+    assert "1100.0 (n=2)" in wall and "0.42x" in wall and "PASS" in wall
+
+
+@pytest.mark.parametrize("workload", ["W10-HalfCheetah", "W11-Hopper", "W12-HalfCheetah", "W12-Walker2d"])
+def test_relayrl_config_covers_every_tuned_field(run_py, workload):
+    """The CLI applies relayrl's tuned file under --config: a field the runner's JSON left out would leak
+    relayrl's own tuning into the 'same hyperparameters' run (ppo-HalfCheetah-v5.yaml exists today)."""
+    mw = run_py.mujoco_report.mw
+    algo, env, cap, _ = mw.specs()[workload]
+    fields = mw.relayrl_fields(algo, env, cap)
+    tuned_fields, _ = tuned.load(algo, env)
+    assert set(tuned_fields) <= set(fields)
+    assert set(tuned_fields.get("model", {})) <= set(fields["model"])
+    assert fields["evaluation_episodes"] == 10 and fields["evaluation_explore"] is False
+    steps = mw.iteration_steps(algo, env)
+    assert fields["evaluation_interval"] * steps in (10_000, 10_240)  # SAC/TD3: 1,250 x 8; PPO: 20 x 512
+    iters = mw.relayrl_stop_iters(cap, steps)
+    assert iters % fields["evaluation_interval"] == 0  # the last iteration evaluates
+    # a run shorter than one evaluation interval (a smoke run) evaluates at its end, not 10k steps later
+    assert mw.eval_interval(512, 600) == 2 and mw.relayrl_stop_iters(600, 512) == 2
