@@ -24,7 +24,7 @@ import numpy as np
 import ray
 
 from relayrl.replay import PrioritizedReplay, UniformReplay
-from relayrl.runtime.cluster import kill_quietly
+from relayrl.runtime.cluster import kill_quietly, spread_over_nodes
 from relayrl.sampling import frame_rows
 
 
@@ -153,12 +153,6 @@ class ReplayCache:
                 self._pending.append(shard.add.remote(batch, priorities, self.source, seq))
 
 
-def attach_workers(attachments: list[tuple]) -> None:
-    """(worker actor, its replay shard, attach_replay's other arguments) per worker: each worker's cache then
-    uploads to that shard. Waits until every worker has taken its shard."""
-    ray.get([actor.attach_replay.remote(shard, *args) for actor, shard, args in attachments])
-
-
 class ShardedReplay:
     """Shard actors plus the driver's last snapshot of each: a shard that dies is re-created from its
     snapshot, and the workers' caches resend the uploads after it (see ReplayCache.retarget)."""
@@ -172,12 +166,15 @@ class ShardedReplay:
         seed: int | None = None,
     ):
         # Mostly idle memory: reserve no CPU, and spread the shards over the nodes so that no node holds all
-        # the replay (a Ray Tune trial's placement group keeps them in its bundles instead).
-        strategy = None if ray.util.get_current_placement_group() is not None else "SPREAD"
-        actor = ray.remote(ReplayShard).options(num_cpus=0, scheduling_strategy=strategy)
-        per_shard = max(1, capacity // num_shards)
-        self._make = lambda i: actor.remote(per_shard, prioritized, alpha, None if seed is None else seed + i)
-        self.shards = [self._make(i) for i in range(num_shards)]
+        # the replay (cluster.spread_over_nodes). A restored shard goes where Ray's SPREAD puts it (its node
+        # is lost, and which others are is not known yet), or stays in a Tune trial's placement group.
+        actor = ray.remote(ReplayShard)
+        args = (max(1, capacity // num_shards), prioritized, alpha)
+        again = None if ray.util.get_current_placement_group() is not None else "SPREAD"
+        self._make = lambda i, where=again: actor.options(num_cpus=0, scheduling_strategy=where).remote(
+            *args, None if seed is None else seed + i
+        )
+        self.shards = [self._make(i, where) for i, where in enumerate(spread_over_nodes(num_shards))]
         self.prioritized = prioritized
         self.snapshots: list[dict | None] = [None] * num_shards
         self.restarts = 0
@@ -215,6 +212,15 @@ class ShardedReplay:
         self.restarts += 1
         if self.on_restore is not None:
             self.on_restore(i, self.shards[i])
+
+    def ensure_alive(self, i: int) -> bool:
+        """Restore shard i from its snapshot if it died; True if it was restored (its workers re-attached)."""
+        try:
+            ray.get(self.shards[i].size.remote())
+            return False
+        except ray.exceptions.RayActorError:
+            self.restore_shard(i)
+            return True
 
     def _on_every_shard(self, method: str, *args: Any) -> list:
         """Call `method` on every shard and wait for the answers; a shard that died is restored from its

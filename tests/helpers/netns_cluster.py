@@ -14,6 +14,7 @@ tests/integration/runtime/test_namespace_cluster.py and benchmarks.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -47,8 +48,12 @@ class NamespaceCluster:
         self.address = f"{self.ips[0]}:{RAY_PORT}"
         self.cpus_per_node = cpus_per_node
         self.root = f"/tmp/{tag}"  # short: Ray's unix socket paths under it must stay within 107 bytes
-        # token auth on every node and client: Ray's `ray start` cluster requires it (~/.ray/auth_token)
-        self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0", **(env or {})}
+        # Token auth on every node and client, with a token of this cluster's own: Ray reads it from the file
+        # RAY_AUTH_TOKEN_PATH names (on real machines: one file copied to every node, or ~/.ray/auth_token)
+        self.token_path = os.path.join(self.root, "auth_token")
+        self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_USAGE_STATS_ENABLED": "0"}
+        self.env.update({"RAY_AUTH_TOKEN_PATH": self.token_path, **(env or {})})
+        self.env.pop("RAY_AUTH_TOKEN", None)  # it would win over the file
         # an embedded Ray started earlier in this process (relayrl's init_ray) switched multi-node off for its
         # own children through this variable: these nodes must not inherit that
         self.env.pop("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None)
@@ -66,6 +71,10 @@ class NamespaceCluster:
         self.close()
 
     def start(self, timeout_s: float = 180.0) -> None:
+        os.makedirs(self.root, mode=0o700, exist_ok=True)
+        fd = os.open(self.token_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(secrets.token_hex(32))  # what `ray get-auth-token --generate` writes
         self._network()
         for i in range(len(self.namespaces)):
             self._ray_start(i)

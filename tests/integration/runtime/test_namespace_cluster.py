@@ -6,6 +6,7 @@ not the run. Skipped where namespaces cannot be made (not root, no `ip`)."""
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -66,3 +67,45 @@ def test_ppo_spreads_over_nodes_and_solves_when_a_node_dies_while_workers_start(
     assert result["workers/lost_fragments"] == 0
     nodes = {result[f"workers/{i}/node_ip"] for i in range(1, 5)}
     assert len(nodes) >= 2 and cluster.ips[2] not in nodes, nodes
+
+
+def learning_iterations(progress_csv: str) -> int:
+    """Rows of progress.csv in which the learner updated (learner/loss filled in)."""
+    try:
+        with open(progress_csv, newline="") as fh:
+            return sum(1 for row in csv.DictReader(fh) if row.get("learner/loss"))
+    except OSError:
+        return 0
+
+
+def test_apex_solves_when_a_node_holding_a_replay_shard_dies_mid_run(cluster):
+    """Ape-X (the tuned CartPole config: 2 workers, 2 replay shards, placed on different nodes) trains; once
+    the shards have been snapshotted (every 50 learner iterations), a worker node holding a shard is
+    SIGKILLed: the shard is restored from its snapshot on a live node, the workers that fed it (and any worker
+    lost with the node, re-created) upload to it, and the run solves."""
+    logdir = os.path.join(cluster.root, "apex")
+    argv = [sys.executable, "-m", "relayrl.cli", "train", "apex", "CartPole-v1", "--workers", "2"]
+    argv += ["--address", cluster.address, "--json", "--quiet", "--logdir", logdir, "--seed", "0"]
+    argv += ["--stop-reward", "475", "--stop-timesteps", "400000"]
+    job = cluster.popen(0, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while learning_iterations(os.path.join(logdir, "progress.csv")) < 60:  # a snapshot at the 50th
+            assert job.poll() is None, job.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "Ape-X did not start learning"
+            time.sleep(0.5)
+        with_shard = [n for n in (1, 2) if any("ReplayShard" in p for p in cluster.processes(n))]
+        assert with_shard, "every replay shard is on the head node: nothing to kill"
+        killed_ip = cluster.ips[with_shard[0]]
+        cluster.kill_node(with_shard[0])
+        stdout, stderr = job.communicate(timeout=600)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    assert job.returncode == 0, stderr[-3000:]
+    result = final_result(stdout)
+    facts = {k: result.get(k) for k in ("episode_reward_mean", "timesteps_total", "training_iteration")}
+    assert result["solved"], (facts, stderr[-3000:])
+    assert result["learner/replay_shard_restarts"] >= 1, stderr[-3000:]
+    assert "restoring it from its last snapshot" in stderr
+    assert killed_ip not in {result[f"workers/{i}/node_ip"] for i in (1, 2)}
