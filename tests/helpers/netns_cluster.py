@@ -14,6 +14,7 @@ tests/integration/runtime/test_namespace_cluster.py and benchmarks.
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -165,14 +166,28 @@ class NamespaceCluster:
 
     def processes(self, node: int) -> list[str]:
         """The command lines of node's processes (Ray renames an actor's process `ray::ClassName...`)."""
-        lines = []
-        for pid in self.pids(self.namespaces[node]):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as fh:
-                    lines.append(fh.read().replace(b"\0", b" ").decode(errors="replace"))
-            except OSError:
-                pass
-        return lines
+        return [_cmdline(pid) for pid in self.pids(self.namespaces[node])]
+
+    def listening(self, node: int) -> list[tuple[str, int, str]]:
+        """(address, port, owner's command line) of every TCP socket listening in the node's namespace."""
+        done = subprocess.run(
+            self.command(node, ["ss", "-ltnpH"]), capture_output=True, text=True, timeout=60
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"ss -ltnpH on node {node + 1}: {done.stderr.strip()}")
+        rows = []
+        # LISTEN 0 128 10.231.0.1:6379 0.0.0.0:* users:(("gcs_server",pid=77,fd=44))
+        for line in done.stdout.splitlines():
+            fields = line.split()
+            address, port = fields[3].rsplit(":", 1)
+            pid = re.search(r"pid=(\d+)", line)
+            rows.append((address.strip("[]"), int(port), _cmdline(int(pid.group(1))) if pid else "?"))
+        return rows
+
+    def revive(self, node: int, timeout_s: float = 120.0) -> None:
+        """Start Ray again on a node that kill_node emptied (a new Ray node at the same address)."""
+        self._ray_start(node)
+        self.wait_for_nodes(sum(1 for ns in self.namespaces if self.pids(ns)), timeout_s)
 
     def kill_node(self, node: int) -> int:
         """SIGKILL every process of the node, as if it lost power; returns how many there were."""
@@ -180,6 +195,14 @@ class NamespaceCluster:
         for pid in pids:
             _kill(pid)
         return len(pids)
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as fh:
+            return fh.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "?"
 
 
 def _kill(pid: int) -> None:

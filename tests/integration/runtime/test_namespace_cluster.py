@@ -32,6 +32,55 @@ def final_result(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
 
 
+LOOPBACK = ("127.", "::1", "::ffff:127.")
+
+
+def what_it_is(port: int, cmd: str) -> str:
+    """A listener's role, from its owner's command line (Ray's ports other than 6379 and 10001 are random)."""
+    roles = [
+        ("gcs_server", "GCS: the cluster's address; nodes and drivers join here"),
+        ("raylet", "raylet: node manager and object manager (objects move between nodes here)"),
+        ("ray.util.client.server", "Ray Client server (ray:// clients)"),
+        ("autoscaler/_private/monitor.py", "autoscaler monitor: its metrics export"),
+        ("dashboard/dashboard.py", "dashboard head without the UI (--include-dashboard false): its gRPC"),
+        ("DashboardA", "dashboard agent: node metrics (gRPC, HTTP 52365, metrics export)"),
+        ("RuntimeEnv", "runtime-env agent (sets up workers' environments)"),
+        ("ray::", "a worker process's gRPC server (task and actor calls)"),
+    ]
+    return next((role for key, role in roles if key in cmd), f"other ({cmd[:300]})")
+
+
+def test_cluster_listens_through_ray_processes_only_and_refuses_a_client_without_the_token(cluster):
+    """Every socket the cluster's processes listen on beyond loopback belongs to a Ray process (the table is
+    printed: docs/security.md lists it); a client with the wrong token is refused; relayrl's code never sets
+    RAY_AUTH_MODE (token auth stays as Ray and the operator set it)."""
+    table = []
+    for node in range(len(cluster.namespaces)):
+        for address, port, cmd in cluster.listening(node):
+            if not address.startswith(LOOPBACK):
+                table.append(
+                    (node + 1, address, port, cmd.split(" ")[0].split("/")[-1], what_it_is(port, cmd))
+                )
+    print("\nnode | address | port | process | what it is")
+    for row in sorted(table):
+        print(" | ".join(str(v) for v in row))
+    others = [row for row in table if row[4].startswith("other")]
+    assert not others, others
+    assert (1, "*", 6379) in {row[:3] for row in table}  # the GCS, where the token is checked
+    ray_code = [p for p in (ROOT / "relayrl").rglob("*.py") if "RAY_AUTH_MODE" in p.read_text()]
+    assert not ray_code, ray_code
+    script = f"import ray; ray.init(address={cluster.address!r}, logging_level='ERROR')"
+    env = {**cluster.env, "RAY_AUTH_TOKEN": "0" * 64}  # the variable wins over the token file
+    denied = subprocess.run(
+        cluster.command(1, [sys.executable, "-c", script]),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert denied.returncode != 0 and "InvalidAuthToken" in denied.stderr, denied.stderr[-2000:]
+
+
 def test_ppo_spreads_over_nodes_and_solves_when_a_node_dies_while_workers_start(cluster):
     argv = [sys.executable, "-m", "relayrl.cli", "train", "ppo", "CartPole-v1", "--workers", "4"]
     argv += [
