@@ -6,8 +6,7 @@ sampled from all shards in parallel by the learner, which sends priorities back 
     cache = ReplayCache(replay.shards[i], flush_rows=1000)      # on a worker: cache.add(rows, priorities)
     batch = replay.sample(512, beta=0.4)                          # columns + "indices" + "weights" + "shard"
     replay.update_priorities(batch["shard"], batch["indices"], td_errors)   # asynchronous
-
-Ape-X's workers, which feed their shards directly, are in apex_workers.py.
+(Ape-X's workers, which feed their shards directly, are in apex_workers.py.)
 
 Nothing is lost when a shard dies: every upload carries (source, sequence number), the shard records the last
 sequence it applied per source (and that record travels in its snapshot), and each cache keeps its uploads
@@ -16,6 +15,7 @@ until a snapshot confirms them. A shard restored from its snapshot is sent exact
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from typing import Any
@@ -26,6 +26,8 @@ import ray
 from relayrl.replay import PrioritizedReplay, UniformReplay
 from relayrl.runtime.cluster import kill_quietly, spread_over_nodes
 from relayrl.sampling import frame_rows
+
+SHARD_LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)  # an answer lost with its node
 
 
 class ReplayShard:
@@ -165,9 +167,8 @@ class ShardedReplay:
         alpha: float = 0.6,
         seed: int | None = None,
     ):
-        # Mostly idle memory: reserve no CPU, and spread the shards over the nodes so that no node holds all
-        # the replay (cluster.spread_over_nodes). A restored shard goes where Ray's SPREAD puts it (its node
-        # is lost, and which others are is not known yet), or stays in a Tune trial's placement group.
+        # Idle memory: no CPU reserved, spread over the nodes (cluster.spread_over_nodes). A restored shard
+        # goes where SPREAD puts it (which nodes are lost is not known yet), or in a Tune placement group.
         actor = ray.remote(ReplayShard)
         args = (max(1, capacity // num_shards), prioritized, alpha)
         again = None if ray.util.get_current_placement_group() is not None else "SPREAD"
@@ -195,8 +196,6 @@ class ShardedReplay:
     def restore_shard(self, i: int, attempts: int = 5) -> None:
         """Re-create shard i from its last snapshot. A new shard that dies too (placed on a node that is
         lost but not yet known to be: Ray learns of a dead node within seconds) is re-created again."""
-        import logging
-
         logging.getLogger("relayrl").warning("replay shard %d died; restoring it from its last snapshot", i)
         for attempt in range(attempts):
             kill_quietly(self.shards[i])
@@ -223,15 +222,14 @@ class ShardedReplay:
             return True
 
     def _on_every_shard(self, method: str, *args: Any) -> list:
-        """Call `method` on every shard and wait for the answers; a shard that died is restored from its
-        snapshot and asked again."""
+        """Call `method` on every shard and wait; a shard that died is restored and asked again."""
         refs = [getattr(shard, method).remote(*args) for shard in self.shards]
         out = []
         for i, ref in enumerate(refs):
             try:
                 out.append(ray.get(ref))
-            except ray.exceptions.RayActorError:
-                self.restore_shard(i)
+            except SHARD_LOST:
+                self.ensure_alive(i)
                 out.append(ray.get(getattr(self.shards[i], method).remote(*args)))
         return out
 
@@ -276,8 +274,8 @@ class ShardedReplay:
         for i, ref in enumerate(refs):
             try:
                 parts.append(ray.get(ref))
-            except ray.exceptions.RayActorError:
-                self.restore_shard(i)
+            except SHARD_LOST:
+                self.ensure_alive(i)
                 parts.append(ray.get(self.shards[i].sample.remote(*self._last_request)))
         # interleave the shards' rows: the learner cuts this sample into minibatches, and each shard is fed
         # by its own workers (their own epsilons), so unshuffled minibatches would each see one worker's data

@@ -131,7 +131,9 @@ class NamespaceCluster:
         deadline = time.monotonic() + timeout_s
         while True:
             done = self.run(0, [sys.executable, "-c", script % self.address], timeout=120)
-            alive = done.stdout.strip().splitlines()[-1:] if done.returncode == 0 else []
+            # the count is the last line that is a number (Ray may print warnings after it)
+            numbers = [line for line in done.stdout.splitlines() if line.strip().isdigit()]
+            alive = numbers[-1:] if done.returncode == 0 else []
             if alive and int(alive[0]) == count:
                 return
             if time.monotonic() > deadline:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import json
 import os
+import secrets
+import shutil
 import subprocess
 import sys
 import time
@@ -158,3 +160,61 @@ def test_apex_solves_when_a_node_holding_a_replay_shard_dies_mid_run(cluster):
     assert result["learner/replay_shard_restarts"] >= 1, stderr[-3000:]
     assert "restoring it from its last snapshot" in stderr
     assert killed_ip not in {result[f"workers/{i}/node_ip"] for i in (1, 2)}
+
+
+def start_redis(cluster, port: int, password: str) -> subprocess.Popen:
+    """redis-server in the head's namespace, bound to the head's address, with a password (read from its
+    config on stdin, so it is not in any command line)."""
+    config = f'bind {cluster.ips[0]}\nport {port}\nrequirepass {password}\nsave ""\nappendonly no\n'
+    config += f"dir {cluster.root}\n"
+    server = cluster.popen(0, ["redis-server", "-"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    server.stdin.write(config)
+    server.stdin.close()
+    ping = ["redis-cli", "-h", cluster.ips[0], "-p", str(port), "--no-auth-warning", "-a", password, "ping"]
+    for _ in range(100):
+        if cluster.run(1, ping, timeout=10).stdout.strip() == "PONG":  # from another node
+            return server
+        time.sleep(0.1)
+    raise RuntimeError("redis-server did not start")
+
+
+def test_redis_replay_on_the_head_serves_a_learner_and_workers_on_other_nodes(cluster):
+    """DQN with its replay in Redis bound to the head's address (password required), its workers spread
+    over the nodes (those the tests above killed are started again): the transitions sampled on other nodes
+    reach Redis, the learner trains on them, and Redis answers another node with the password. A wrong
+    password is one line, exit 2. The driver (and learner) runs on the head: in this harness a driver in
+    another namespace attaches to the head's raylet (Ray finds raylets by process, and the namespaces share
+    one process table), which on real machines it would not."""
+    for node in (1, 2):
+        if not cluster.pids(cluster.namespaces[node]):
+            cluster.revive(node)
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not installed: run `bash scripts/ensure-redis.sh`")
+    password, port = secrets.token_hex(16), 6390
+    server = start_redis(cluster, port, password)
+    try:
+        argv = [sys.executable, "-m", "relayrl.cli", "train", "dqn", "CartPole-v1", "--workers", "2"]
+        argv += ["--address", cluster.address, "--json", "--quiet", "--stop-timesteps", "3000"]
+        argv += ["--set", "replay_backend=redis", "--set", f"redis_address={cluster.ips[0]}:{port}"]
+        argv += ["--set", "redis_key_prefix=cluster", "--set", "learning_starts=500"]
+        argv += ["--logdir", os.path.join(cluster.root, "dqn-redis")]
+        env = {**cluster.env, "RELAYRL_REDIS_PASSWORD": password}
+        done = subprocess.run(cluster.command(0, argv), env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-3000:]
+        result = final_result(done.stdout)
+        blocks = ["redis-cli", "-h", cluster.ips[0], "-p", str(port), "--no-auth-warning", "-a", password]
+        stored = cluster.run(2, [*blocks, "llen", "cluster:blocks"], timeout=10).stdout.strip()
+        env["RELAYRL_REDIS_PASSWORD"] = "wrong"
+        refused = subprocess.run(
+            cluster.command(0, argv), env=env, capture_output=True, text=True, timeout=120
+        )
+    finally:
+        server.kill()
+        server.wait(timeout=10)
+    nodes = {result[f"workers/{i}/node_ip"] for i in (1, 2)}
+    print(f"\nworkers on {sorted(nodes)}, replay_size {result['learner/replay_size']}, blocks {stored}")
+    assert nodes - {cluster.ips[0]}, nodes  # at least one worker on another node than Redis's
+    assert result["learner/replay_size"] > 500 and int(stored) > 0
+    assert result["timesteps_total"] >= 3000 and result["learner/loss"] == result["learner/loss"]  # trained
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "refused the password" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
