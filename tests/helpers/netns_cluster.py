@@ -4,6 +4,8 @@ address (10.231.0.1, .2, ...), joined by a bridge in one more namespace, Ray sta
     with NamespaceCluster(nodes=3) as cluster:          # skips the test when it cannot run (not root, no ip)
         job = cluster.popen(0, ["python", "-m", "relayrl.cli", "train", ..., "--address", cluster.address])
         cluster.kill_node(2)                             # SIGKILL every process of node 3
+        cluster.revive(2)                                # Ray started there again (restart(): every node)
+        cluster.listening(0)                             # (address, port, command line) per TCP listener
         ...
 
 Traffic stays inside the namespaces it creates (the bridge connects only them, with no route out), and
@@ -190,6 +192,15 @@ class NamespaceCluster:
         """Start Ray again on a node that kill_node emptied (a new Ray node at the same address)."""
         self._ray_start(node)
         self.wait_for_nodes(sum(1 for ns in self.namespaces if self.pids(ns)), timeout_s)
+
+    def restart(self, timeout_s: float = 180.0) -> None:
+        """Kill what is left of every node and start Ray on all of them again: the cluster brought back after
+        its head was lost (the other nodes' raylets cannot outlive their GCS)."""
+        for node in range(len(self.namespaces)):
+            self.kill_node(node)
+        for node in range(len(self.namespaces)):
+            self._ray_start(node)
+        self.wait_for_nodes(len(self.namespaces), timeout_s)
 
     def kill_node(self, node: int) -> int:
         """SIGKILL every process of the node, as if it lost power; returns how many there were."""

@@ -1,8 +1,12 @@
 """relayrl on a real 3-node Ray cluster: each node in its own network namespace with its own address
 (tests/helpers/netns_cluster.py), token auth on, the job run from the head's namespace with --address.
 
-A node SIGKILLed (every process of it, as if it lost power) while the workers start must cost one restart,
-not the run. Skipped where namespaces cannot be made (not root, no `ip`)."""
+One cluster for the module; the tests run in file order and each leaves it usable for the next: what the
+cluster listens on and that it refuses a wrong token (all nodes up); a node SIGKILLed (every process of it, as
+if it lost power) while PPO's workers start costs one restart, not the run; Ape-X survives losing the node of
+a replay shard mid-run; a Redis replay on the head's address serves workers on other nodes (killed nodes are
+started again first); losing the head (with the driver) is recovered with --resume auto. Skipped where
+namespaces cannot be made (not root, no `ip`)."""
 
 from __future__ import annotations
 
@@ -218,3 +222,40 @@ def test_redis_replay_on_the_head_serves_a_learner_and_workers_on_other_nodes(cl
     assert result["timesteps_total"] >= 3000 and result["learner/loss"] == result["learner/loss"]  # trained
     assert refused.returncode == 2, refused.stderr[-2000:]
     assert "refused the password" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+
+
+def complete_checkpoints(logdir: str) -> list[str]:
+    root = os.path.join(logdir, "checkpoints")
+    names = os.listdir(root) if os.path.isdir(root) else []
+    return sorted(n for n in names if os.path.exists(os.path.join(root, n, "COMPLETE")))
+
+
+def test_head_node_lost_then_resume_auto_continues_from_the_checkpoint(cluster):
+    """The documented path when the driver's (here: the head's) node is lost: the run checkpoints to storage
+    that outlives the node (the log dir; here a directory every namespace sees), the head is SIGKILLed with
+    the driver on it, the cluster is brought back, and `--resume auto` on the same log dir continues from the
+    newest complete checkpoint and solves."""
+    logdir = os.path.join(cluster.root, "ppo-resume")
+    argv = [sys.executable, "-m", "relayrl.cli", "train", "ppo", "CartPole-v1", "--workers", "2"]
+    argv += ["--address", cluster.address, "--json", "--logdir", logdir, "--checkpoint-every", "2"]
+    argv += ["--stop-reward", "475", "--stop-timesteps", "400000"]
+    job = cluster.popen(0, [*argv, "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 180
+        while not complete_checkpoints(logdir):
+            assert job.poll() is None, job.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "no checkpoint written"
+            time.sleep(0.2)
+        cluster.kill_node(0)  # the head, with the driver and its learner
+        job.wait(timeout=60)
+    finally:
+        if job.poll() is None:
+            job.kill()
+    saved = complete_checkpoints(logdir)[-1]
+    cluster.restart()
+    done = cluster.run(0, [*argv, "--resume", "auto"], timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = final_result(done.stdout)
+    assert f"resuming from {os.path.join(logdir, 'checkpoints', saved)}" in done.stderr, done.stderr[-2000:]
+    assert result["training_iteration"] > int(saved.split("-")[1]), (saved, result["training_iteration"])
+    assert result["solved"], result["episode_reward_mean"]
