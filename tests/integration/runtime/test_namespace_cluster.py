@@ -1,18 +1,19 @@
 """relayrl on a real 3-node Ray cluster: each node in its own network namespace with its own address
 (tests/helpers/netns_cluster.py), token auth on, the job run from the head's namespace with --address.
 
-One cluster for the module; the tests run in file order and each leaves it usable for the next: what the
-cluster listens on and that it refuses a wrong token (all nodes up); a node SIGKILLed (every process of it, as
-if it lost power) while PPO's workers start costs one restart, not the run; Ape-X survives losing the node of
-a replay shard mid-run; a Redis replay on the head's address serves workers on other nodes (killed nodes are
-started again first); losing the head (with the driver) is recovered with --resume auto. Skipped where
-namespaces cannot be made (not root, no `ip`)."""
+One cluster for the module; the tests run in file order, and a test that needs every node starts again those
+an earlier one killed: what the cluster listens on and that it refuses a wrong token; a node SIGKILLed (every
+process of it, as if it lost power) while PPO's workers start costs one restart, not the run; Ape-X survives
+losing the node of a replay shard mid-run; a Redis replay on the head's address serves workers on other nodes;
+losing the head (with the driver) is recovered with --resume auto. Skipped where namespaces cannot be made
+(not root, no `ip`)."""
 
 from __future__ import annotations
 
 import csv
 import json
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -124,6 +125,14 @@ def test_ppo_spreads_over_nodes_and_solves_when_a_node_dies_while_workers_start(
     assert len(nodes) >= 2 and cluster.ips[2] not in nodes, nodes
 
 
+def all_nodes_up(cluster) -> None:
+    """Start Ray again on the nodes an earlier test killed (and wait until Ray has declared the old ones
+    dead: until then it may still place actors there)."""
+    for node in range(1, len(cluster.namespaces)):
+        if not cluster.pids(cluster.namespaces[node]):
+            cluster.revive(node)
+
+
 def learning_iterations(progress_csv: str) -> int:
     """Rows of progress.csv in which the learner updated (learner/loss filled in)."""
     try:
@@ -138,6 +147,7 @@ def test_apex_solves_when_a_node_holding_a_replay_shard_dies_mid_run(cluster):
     the shards have been snapshotted (every 50 learner iterations), a worker node holding a shard is
     SIGKILLed: the shard is restored from its snapshot on a live node, the workers that fed it (and any worker
     lost with the node, re-created) upload to it, and the run solves."""
+    all_nodes_up(cluster)  # the PPO test killed node 3
     logdir = os.path.join(cluster.root, "apex")
     argv = [sys.executable, "-m", "relayrl.cli", "train", "apex", "CartPole-v1", "--workers", "2"]
     argv += ["--address", cluster.address, "--json", "--quiet", "--logdir", logdir, "--seed", "0"]
@@ -189,9 +199,7 @@ def test_redis_replay_on_the_head_serves_a_learner_and_workers_on_other_nodes(cl
     password is one line, exit 2. The driver (and learner) runs on the head: in this harness a driver in
     another namespace attaches to the head's raylet (Ray finds raylets by process, and the namespaces share
     one process table), which on real machines it would not."""
-    for node in (1, 2):
-        if not cluster.pids(cluster.namespaces[node]):
-            cluster.revive(node)
+    all_nodes_up(cluster)
     if shutil.which("redis-server") is None:
         pytest.skip("redis-server is not installed: run `bash scripts/ensure-redis.sh`")
     password, port = secrets.token_hex(16), 6390
@@ -227,7 +235,11 @@ def test_redis_replay_on_the_head_serves_a_learner_and_workers_on_other_nodes(cl
 def complete_checkpoints(logdir: str) -> list[str]:
     root = os.path.join(logdir, "checkpoints")
     names = os.listdir(root) if os.path.isdir(root) else []
-    return sorted(n for n in names if os.path.exists(os.path.join(root, n, "COMPLETE")))
+    # ckpt-NNNNNNN.tmp-PID is one being written (renamed once complete)
+    done = [
+        n for n in names if re.fullmatch(r"ckpt-\d+", n) and os.path.exists(os.path.join(root, n, "COMPLETE"))
+    ]
+    return sorted(done)
 
 
 def test_head_node_lost_then_resume_auto_continues_from_the_checkpoint(cluster):
