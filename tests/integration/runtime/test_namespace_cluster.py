@@ -77,7 +77,8 @@ def test_cluster_listens_through_ray_processes_only_and_refuses_a_client_without
     ray_code = [p for p in (ROOT / "relayrl").rglob("*.py") if "RAY_AUTH_MODE" in p.read_text()]
     assert not ray_code, ray_code
     script = f"import ray; ray.init(address={cluster.address!r}, logging_level='ERROR')"
-    env = {**cluster.env, "RAY_AUTH_TOKEN": "0" * 64}  # the variable wins over the token file
+    # the variable wins over the token file; 2 connection attempts, not Ray's 20 (1 s apart)
+    env = {**cluster.env, "RAY_AUTH_TOKEN": "0" * 64, "RAY_NUM_REDIS_GET_RETRIES": "2"}
     denied = subprocess.run(
         cluster.command(1, [sys.executable, "-c", script]),
         env=env,
