@@ -126,21 +126,22 @@ class NamespaceCluster:
         if done.returncode != 0:
             raise RuntimeError(f"ray start on node {i + 1} failed: {done.stderr.strip()[-500:]}")
 
-    def wait_for_nodes(self, count: int, timeout_s: float) -> None:
-        """Until `count` nodes are alive in the cluster (as the head's GCS sees them)."""
+    def wait_for_nodes(self, count: int, timeout_s: float, without: str | None = None) -> None:
+        """Until `count` nodes are alive in the cluster as the head's GCS sees them, none of them at address
+        `without` (a lost node: Ray declares it dead only after missed health checks, tens of seconds)."""
         script = "import ray; ray.init(address=%r, logging_level='ERROR'); "
-        script += "print(len([n for n in ray.nodes() if n['Alive']]))"
+        script += "print('ALIVE', *[n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']])"
         deadline = time.monotonic() + timeout_s
         while True:
             done = self.run(0, [sys.executable, "-c", script % self.address], timeout=120)
-            # the count is the last line that is a number (Ray may print warnings after it)
-            numbers = [line for line in done.stdout.splitlines() if line.strip().isdigit()]
-            alive = numbers[-1:] if done.returncode == 0 else []
-            if alive and int(alive[0]) == count:
+            # Ray may print warnings around the line
+            lines = [line.split()[1:] for line in done.stdout.splitlines() if line.startswith("ALIVE")]
+            alive = lines[-1] if done.returncode == 0 and lines else None
+            if alive is not None and len(alive) == count and without not in alive:
                 return
             if time.monotonic() > deadline:
                 raise RuntimeError(
-                    f"cluster: {alive} of {count} nodes alive after {timeout_s} s: {done.stderr[-500:]}"
+                    f"cluster: alive {alive}, wanted {count} after {timeout_s} s: {done.stderr[-500:]}"
                 )
             time.sleep(2)
 
@@ -190,8 +191,10 @@ class NamespaceCluster:
 
     def revive(self, node: int, timeout_s: float = 120.0) -> None:
         """Start Ray again on a node that kill_node emptied (a new Ray node at the same address)."""
+        others = sum(1 for ns in self.namespaces if self.pids(ns))
+        self.wait_for_nodes(others, timeout_s, without=self.ips[node])  # else Ray may still place work there
         self._ray_start(node)
-        self.wait_for_nodes(sum(1 for ns in self.namespaces if self.pids(ns)), timeout_s)
+        self.wait_for_nodes(others + 1, timeout_s)
 
     def restart(self, timeout_s: float = 180.0) -> None:
         """Kill what is left of every node and start Ray on all of them again: the cluster brought back after
