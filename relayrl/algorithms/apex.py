@@ -101,7 +101,7 @@ class ApeX(DQN):
         self._updates_done = 0
 
     def _attach(self, indices) -> None:
-        from relayrl.runtime.replay_actors import attach_workers
+        from relayrl.runtime.apex_workers import attach_workers
 
         shards = self.replay.shards
         attach_workers(
@@ -116,9 +116,11 @@ class ApeX(DQN):
     def _restart_worker(self, i: int, error: BaseException) -> None:
         """A failed or hung worker: re-create it (the fleet's restart budget and backoff) and attach it to
         its shard; it pulls the current weights on its first call. Rows it had uploaded stay in replay;
-        the partial block in its cache died with it."""
+        the partial block in its cache died with it. Its shard may have died with it (one node held both):
+        the shard is restored first, which attaches the workers that feed it."""
         self.workers.restart(i, error)
-        self._attach([i])
+        if not self.replay.ensure_alive(i % len(self.replay.shards)):
+            self._attach([i])
 
     def worker_class(self):
         from relayrl.runtime.apex_workers import ApexRolloutWorker

@@ -139,5 +139,20 @@ class AsyncSampling:
         return results
 
 
+def attach_workers(attachments: list[tuple]) -> list[int]:
+    """(worker actor, its replay shard, attach_replay's other arguments) per worker: each worker's cache then
+    uploads to that shard. Waits until every worker has taken its shard; returns the positions of the workers
+    that had died (a node lost with a shard and its workers): their owner restarts them when their sampling
+    call fails, and re-attaches them then."""
+    refs = [actor.attach_replay.remote(shard, *args) for actor, shard, args in attachments]
+    dead = []
+    for k, ref in enumerate(refs):
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayActorError:
+            dead.append(k)
+    return dead
+
+
 class ApexRolloutWorker(ReplayFeedingWorker, RayRolloutWorker):
     """A rollout worker that feeds its replay shard directly (Ape-X)."""

@@ -85,6 +85,22 @@ def dashboard_url() -> str | None:
     return _dashboard_url
 
 
+def spread_over_nodes(count: int) -> list:
+    """Scheduling strategies that put `count` zero-CPU actors on the alive nodes in turn (one node each
+    while there are enough): Ray's own SPREAD is best effort and, for actors that reserve no resources, often
+    leaves them all on one node. Inside a placement group (a Ray Tune trial) the actors stay in its bundles
+    (None: Ray's default, which keeps a trial's child actors there); with one node, SPREAD."""
+    if ray.util.get_current_placement_group() is not None:
+        return [None] * count
+    nodes = sorted(n["NodeID"] for n in ray.nodes() if n["Alive"])
+    if len(nodes) < 2:
+        return ["SPREAD"] * count
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    # soft: a node lost since ray.nodes() answered leaves the actor to Ray's choice instead of failing it
+    return [NodeAffinitySchedulingStrategy(nodes[i % len(nodes)], soft=True) for i in range(count)]
+
+
 def kill_quietly(actor) -> None:
     try:
         ray.kill(actor, no_restart=True)

@@ -6,8 +6,7 @@ sampled from all shards in parallel by the learner, which sends priorities back 
     cache = ReplayCache(replay.shards[i], flush_rows=1000)      # on a worker: cache.add(rows, priorities)
     batch = replay.sample(512, beta=0.4)                          # columns + "indices" + "weights" + "shard"
     replay.update_priorities(batch["shard"], batch["indices"], td_errors)   # asynchronous
-
-Ape-X's workers, which feed their shards directly, are in apex_workers.py.
+(Ape-X's workers, which feed their shards directly, are in apex_workers.py.)
 
 Nothing is lost when a shard dies: every upload carries (source, sequence number), the shard records the last
 sequence it applied per source (and that record travels in its snapshot), and each cache keeps its uploads
@@ -16,6 +15,7 @@ until a snapshot confirms them. A shard restored from its snapshot is sent exact
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import deque
 from typing import Any
@@ -24,8 +24,10 @@ import numpy as np
 import ray
 
 from relayrl.replay import PrioritizedReplay, UniformReplay
-from relayrl.runtime.cluster import ACTOR_OPTIONS, kill_quietly
+from relayrl.runtime.cluster import ACTOR_OPTIONS, kill_quietly, spread_over_nodes
 from relayrl.sampling import frame_rows
+
+SHARD_LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)  # an answer lost with its node
 
 
 class ReplayShard:
@@ -153,12 +155,6 @@ class ReplayCache:
                 self._pending.append(shard.add.remote(batch, priorities, self.source, seq))
 
 
-def attach_workers(attachments: list[tuple]) -> None:
-    """(worker actor, its replay shard, attach_replay's other arguments) per worker: each worker's cache then
-    uploads to that shard. Waits until every worker has taken its shard."""
-    ray.get([actor.attach_replay.remote(shard, *args) for actor, shard, args in attachments])
-
-
 class ShardedReplay:
     """Shard actors plus the driver's last snapshot of each: a shard that dies is re-created from its
     snapshot, and the workers' caches resend the uploads after it (see ReplayCache.retarget)."""
@@ -171,13 +167,15 @@ class ShardedReplay:
         alpha: float = 0.6,
         seed: int | None = None,
     ):
-        # Mostly idle memory: reserve no CPU, and spread the shards over the nodes so that no node holds all
-        # the replay (a Ray Tune trial's placement group keeps them in its bundles instead).
-        strategy = None if ray.util.get_current_placement_group() is not None else "SPREAD"
-        actor = ray.remote(ReplayShard).options(num_cpus=0, scheduling_strategy=strategy, **ACTOR_OPTIONS)
-        per_shard = max(1, capacity // num_shards)
-        self._make = lambda i: actor.remote(per_shard, prioritized, alpha, None if seed is None else seed + i)
-        self.shards = [self._make(i) for i in range(num_shards)]
+        # Idle memory: no CPU reserved, spread over the nodes (cluster.spread_over_nodes). A restored shard
+        # goes where SPREAD puts it (which nodes are lost is not known yet), or in a Tune placement group.
+        actor = ray.remote(ReplayShard)
+        args = (max(1, capacity // num_shards), prioritized, alpha)
+        again = None if ray.util.get_current_placement_group() is not None else "SPREAD"
+        self._make = lambda i, where=again: actor.options(
+            num_cpus=0, scheduling_strategy=where, **ACTOR_OPTIONS
+        ).remote(*args, None if seed is None else seed + i)
+        self.shards = [self._make(i, where) for i, where in enumerate(spread_over_nodes(num_shards))]
         self.prioritized = prioritized
         self.snapshots: list[dict | None] = [None] * num_shards
         self.restarts = 0
@@ -198,8 +196,6 @@ class ShardedReplay:
     def restore_shard(self, i: int, attempts: int = 5) -> None:
         """Re-create shard i from its last snapshot. A new shard that dies too (placed on a node that is
         lost but not yet known to be: Ray learns of a dead node within seconds) is re-created again."""
-        import logging
-
         logging.getLogger("relayrl").warning("replay shard %d died; restoring it from its last snapshot", i)
         for attempt in range(attempts):
             kill_quietly(self.shards[i])
@@ -216,16 +212,24 @@ class ShardedReplay:
         if self.on_restore is not None:
             self.on_restore(i, self.shards[i])
 
+    def ensure_alive(self, i: int) -> bool:
+        """Restore shard i from its snapshot if it died; True if it was restored (its workers re-attached)."""
+        try:
+            ray.get(self.shards[i].size.remote())
+            return False
+        except ray.exceptions.RayActorError:
+            self.restore_shard(i)
+            return True
+
     def _on_every_shard(self, method: str, *args: Any) -> list:
-        """Call `method` on every shard and wait for the answers; a shard that died is restored from its
-        snapshot and asked again."""
+        """Call `method` on every shard and wait; a shard that died is restored and asked again."""
         refs = [getattr(shard, method).remote(*args) for shard in self.shards]
         out = []
         for i, ref in enumerate(refs):
             try:
                 out.append(ray.get(ref))
-            except ray.exceptions.RayActorError:
-                self.restore_shard(i)
+            except SHARD_LOST:
+                self.ensure_alive(i)
                 out.append(ray.get(getattr(self.shards[i], method).remote(*args)))
         return out
 
@@ -270,8 +274,8 @@ class ShardedReplay:
         for i, ref in enumerate(refs):
             try:
                 parts.append(ray.get(ref))
-            except ray.exceptions.RayActorError:
-                self.restore_shard(i)
+            except SHARD_LOST:
+                self.ensure_alive(i)
                 parts.append(ray.get(self.shards[i].sample.remote(*self._last_request)))
         # interleave the shards' rows: the learner cuts this sample into minibatches, and each shard is fed
         # by its own workers (their own epsilons), so unshuffled minibatches would each see one worker's data
