@@ -13,7 +13,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-import re
 import secrets
 import shutil
 import subprocess
@@ -22,6 +21,7 @@ import time
 
 import pytest
 
+from relayrl.persistence import checkpoint
 from tests.helpers.netns_cluster import ClusterUnavailable, NamespaceCluster
 from tests.helpers.paths import ROOT
 
@@ -37,6 +37,16 @@ def cluster():
 
 def final_result(stdout: str) -> dict:
     return json.loads(stdout.strip().splitlines()[-1])
+
+
+def wait_until(job: subprocess.Popen, ready, timeout: float, what: str, every: float) -> None:
+    """Poll ready() every `every` s while the job runs; fail with the job's stderr if it ends first, or with
+    `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not ready():
+        assert job.poll() is None, job.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, what
+        time.sleep(every)
 
 
 LOOPBACK = ("127.", "::1", "::ffff:127.")
@@ -104,11 +114,8 @@ def test_ppo_spreads_over_nodes_and_solves_when_a_node_dies_while_workers_start(
     argv += ["--logdir", os.path.join(cluster.root, "run")]
     job = cluster.popen(0, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 120
-        while not any("RolloutWorker" in line for line in cluster.processes(2)):
-            assert job.poll() is None, job.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "no worker started on node 3"
-            time.sleep(0.05)
+        started = lambda: any("RolloutWorker" in line for line in cluster.processes(2))
+        wait_until(job, started, 120, "no worker started on node 3", every=0.05)
         killed = cluster.kill_node(2)  # while workers start: the first one of node 3 is being built
         stdout, stderr = job.communicate(timeout=600)
     finally:
@@ -155,11 +162,9 @@ def test_apex_solves_when_a_node_holding_a_replay_shard_dies_mid_run(cluster):
     argv += ["--stop-reward", "475", "--stop-timesteps", "400000"]
     job = cluster.popen(0, argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 180
-        while learning_iterations(os.path.join(logdir, "progress.csv")) < 60:  # a snapshot at the 50th
-            assert job.poll() is None, job.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "Ape-X did not start learning"
-            time.sleep(0.5)
+        progress = os.path.join(logdir, "progress.csv")
+        learnt = lambda: learning_iterations(progress) >= 60  # a snapshot at the 50th
+        wait_until(job, learnt, 180, "Ape-X did not start learning", every=0.5)
         with_shard = [n for n in (1, 2) if any("ReplayShard" in p for p in cluster.processes(n))]
         assert with_shard, "every replay shard is on the head node: nothing to kill"
         killed_ip = cluster.ips[with_shard[0]]
@@ -233,42 +238,30 @@ def test_redis_replay_on_the_head_serves_a_learner_and_workers_on_other_nodes(cl
     assert "refused the password" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
 
 
-def complete_checkpoints(logdir: str) -> list[str]:
-    root = os.path.join(logdir, "checkpoints")
-    names = os.listdir(root) if os.path.isdir(root) else []
-    # ckpt-NNNNNNN.tmp-PID is one being written (renamed once complete)
-    done = [
-        n for n in names if re.fullmatch(r"ckpt-\d+", n) and os.path.exists(os.path.join(root, n, "COMPLETE"))
-    ]
-    return sorted(done)
-
-
 def test_head_node_lost_then_resume_auto_continues_from_the_checkpoint(cluster):
     """The documented path when the driver's (here: the head's) node is lost: the run checkpoints to storage
     that outlives the node (the log dir; here a directory every namespace sees), the head is SIGKILLed with
     the driver on it, the cluster is brought back, and `--resume auto` on the same log dir continues from the
     newest complete checkpoint and solves."""
     logdir = os.path.join(cluster.root, "ppo-resume")
+    checkpoints = os.path.join(logdir, "checkpoints")
     argv = [sys.executable, "-m", "relayrl.cli", "train", "ppo", "CartPole-v1", "--workers", "2"]
     argv += ["--address", cluster.address, "--json", "--logdir", logdir, "--checkpoint-every", "2"]
     argv += ["--stop-reward", "475", "--stop-timesteps", "400000"]
     job = cluster.popen(0, [*argv, "--quiet"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 180
-        while not complete_checkpoints(logdir):
-            assert job.poll() is None, job.communicate()[1][-2000:]
-            assert time.monotonic() < deadline, "no checkpoint written"
-            time.sleep(0.2)
+        wait_until(job, lambda: checkpoint.latest(checkpoints), 180, "no checkpoint written", every=0.2)
         cluster.kill_node(0)  # the head, with the driver and its learner
         job.wait(timeout=60)
     finally:
         if job.poll() is None:
             job.kill()
-    saved = complete_checkpoints(logdir)[-1]
+    saved = checkpoint.latest(checkpoints)  # the newest complete one (a .tmp-PID one is being written)
     cluster.restart()
     done = cluster.run(0, [*argv, "--resume", "auto"], timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
     result = final_result(done.stdout)
-    assert f"resuming from {os.path.join(logdir, 'checkpoints', saved)}" in done.stderr, done.stderr[-2000:]
-    assert result["training_iteration"] > int(saved.split("-")[1]), (saved, result["training_iteration"])
+    assert f"resuming from {saved}" in done.stderr, done.stderr[-2000:]
+    saved_iteration = int(os.path.basename(saved).split("-")[1])
+    assert result["training_iteration"] > saved_iteration, (saved, result["training_iteration"])
     assert result["solved"], result["episode_reward_mean"]
