@@ -5,7 +5,6 @@ library on one panel per workload)."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import statistics
@@ -13,6 +12,7 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "anchors"))
 import mujoco_workloads as mw  # noqa: E402
+from common import read_curve  # noqa: E402
 
 WORKLOADS = list(mw.specs())
 NOT_APPLICABLE = {(w, lib) for w in WORKLOADS for lib in ("rllib", "cleanrl")}  # issue 17: relayrl vs SB3
@@ -85,11 +85,9 @@ def curve_chart(rows: list[dict], out_dir: str, base_dir: str, plt, colors: dict
             ax, workload = axes[i][j], f"{group}-{env}"
             seen = set()
             for r in rows:
-                path = os.path.join(base_dir, r.get("curve_file") or "")
-                if r["workload"] != workload or not r.get("curve_file") or not os.path.exists(path):
+                if r["workload"] != workload:
                     continue
-                with open(path) as f:
-                    pts = [p for p in json.load(f)["curve"] if p[2] is not None]
+                pts = read_curve(base_dir, r)
                 lib = r["library"]
                 ax.plot(
                     [p[1] for p in pts],

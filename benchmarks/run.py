@@ -26,7 +26,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "anchors"))
 import mujoco_report  # noqa: E402  (issue 17's MuJoCo workloads: W10-<Env>, W11-<Env>, W12-<Env>)
+from common import read_curve  # noqa: E402
 
 RUNNERS = {
     lib: os.path.join(HERE, "anchors", f"{lib}_runner.py") for lib in ("relayrl", "sb3", "rllib", "cleanrl")
@@ -535,11 +537,7 @@ def curve_chart(rows: list[dict], out_dir: str, base_dir: str, plt) -> str | Non
     for ax, workload in zip(axes[0], curves):
         seen = set()
         for r in rows:
-            path = os.path.join(base_dir, r.get("curve_file") or "")
-            if r["workload"] != workload or not r.get("curve_file") or not os.path.exists(path):
-                continue
-            with open(path) as f:
-                pts = [p for p in json.load(f)["curve"] if p[2] is not None]
+            pts = read_curve(base_dir, r) if r["workload"] == workload else []
             if not pts:
                 continue
             label = r["library"] + (f"/{r['variant']}" if r.get("variant") else "")

@@ -421,6 +421,16 @@ def finish(run: Run, workload: Workload, wall: float, load_before: float) -> dic
     return out
 
 
+def read_curve(base_dir: str, row: dict) -> list[list[float]]:
+    """The points with a return of a CSV row's curve file (written by finish(), its path relative to
+    base_dir); [] when the row has none or the file is gone."""
+    path = os.path.join(base_dir, row.get("curve_file") or "")
+    if not row.get("curve_file") or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return [p for p in json.load(f)["curve"] if p[2] is not None]
+
+
 def _round(x):
     return None if x is None else round(float(x), 2)
 

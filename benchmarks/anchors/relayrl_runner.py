@@ -117,13 +117,22 @@ def atari_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
         raise NotImplementedError(f"{w.name} variants: '' (in-process), w2, envpool (got {variant!r})")
     if variant == "envpool" and envpool_missing():
         raise NotImplementedError("envpool is not importable in relayrl's venv")
+    workers = 2 if variant == "w2" else 0
+    stop = ["--stop-timesteps", str(w.cap)]
+    return config_cmd(w, seed, variant, atari_fields(variant), workers, stop, "tb")
+
+
+def config_cmd(
+    w: common.Workload, seed: int, variant: str, fields: dict, workers: int, stop: list[str], logdir: str
+) -> list[str]:
+    """`relayrl train ALGO ENV --config FILE` with `fields` written to FILE (under results/configs)."""
     # A JSON file is YAML too: no YAML writer needed here, the parent may run under any venv.
     path = os.path.join(
         common.RESULTS_DIR, "configs", f"{w.name}_relayrl{'_' + variant if variant else ''}.json"
     )
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
-        json.dump(atari_fields(variant), f, indent=1)
+        json.dump(fields, f, indent=1)
     return [
         relayrl_python(),
         "-m",
@@ -134,14 +143,13 @@ def atari_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
         "--seed",
         str(seed),
         "--workers",
-        str(2 if variant == "w2" else 0),
+        str(workers),
         "--config",
         path,
-        "--stop-timesteps",
-        str(w.cap),
+        *stop,
         "--json",
         "--logdir",
-        "tb",
+        logdir,
     ]
 
 
@@ -156,31 +164,11 @@ def mujoco_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
     if variant:
         raise NotImplementedError(f"{w.name} has one relayrl variant, '' (got {variant!r})")
     mw = mujoco_workloads
-    path = os.path.join(common.RESULTS_DIR, "configs", f"{w.name}_relayrl.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(mw.relayrl_fields(w.algo, w.env, w.cap), f, indent=1)
     _MUJOCO_LOGDIR[:] = [tempfile.mkdtemp(prefix=f"relayrl_{w.name}_")]
     iters = mw.relayrl_stop_iters(w.cap, mw.iteration_steps(w.algo, w.env))
-    return [
-        relayrl_python(),
-        "-m",
-        "relayrl.cli",
-        "train",
-        w.algo,
-        w.env,
-        "--seed",
-        str(seed),
-        "--workers",
-        "0",
-        "--config",
-        path,
-        "--stop-iters",
-        str(iters),
-        "--json",
-        "--logdir",
-        os.path.join(_MUJOCO_LOGDIR[0], "run"),
-    ]
+    fields = mw.relayrl_fields(w.algo, w.env, w.cap)
+    stop = ["--stop-iters", str(iters)]
+    return config_cmd(w, seed, variant, fields, 0, stop, os.path.join(_MUJOCO_LOGDIR[0], "run"))
 
 
 def mujoco_curve(now: float, final: dict) -> list[list[float]]:

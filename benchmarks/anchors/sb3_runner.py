@@ -58,23 +58,40 @@ ZOO_DQN_CARTPOLE = dict(
     exploration_final_eps=0.04,
     net_arch=[256, 256],
 )
-# rl_zoo3 2.9.2 hyperparams/ppo.yml HalfCheetah-v4 (normalize: true -> VecNormalize)
-ZOO_PPO_HALFCHEETAH = dict(
-    n_envs=1,
-    n_timesteps=1_000_000,
-    batch_size=64,
-    n_steps=512,
-    gamma=0.98,
-    learning_rate=2.0633e-05,
-    ent_coef=0.000401762,
-    clip_range=0.1,
-    n_epochs=20,
-    gae_lambda=0.92,
-    max_grad_norm=0.8,
-    vf_coef=0.58096,
-)
 # rl_zoo3 2.9.2 hyperparams/sac.yml Pendulum-v1
 ZOO_SAC_PENDULUM = dict(n_timesteps=20_000, learning_rate=1e-3)
+
+
+def zoo_ppo(env, hp: dict, seed: int):
+    """SB3's PPO with one of rl_zoo3's MuJoCo entries (mujoco_workloads.ZOO_PPO_MUJOCO: W4 and W12)."""
+    import torch
+    from stable_baselines3 import PPO
+
+    policy = hp["policy"]
+    return PPO(
+        "MlpPolicy",
+        env,
+        n_steps=hp["n_steps"],
+        batch_size=hp["batch_size"],
+        gamma=hp["gamma"],
+        learning_rate=hp["learning_rate"],
+        ent_coef=hp["ent_coef"],
+        clip_range=hp["clip_range"],
+        n_epochs=hp["n_epochs"],
+        gae_lambda=hp["gae_lambda"],
+        max_grad_norm=hp["max_grad_norm"],
+        vf_coef=hp["vf_coef"],
+        policy_kwargs=None
+        if policy is None
+        else dict(
+            log_std_init=policy["log_std_init"],
+            ortho_init=policy["ortho_init"],
+            activation_fn=torch.nn.ReLU,
+            net_arch=dict(pi=policy["net_arch"], vf=policy["net_arch"]),
+        ),
+        seed=seed,
+        device="cpu",
+    )
 
 
 def _linear(start: float, zoo_steps: int, total: int):
@@ -159,30 +176,9 @@ def child(w: common.Workload, seed: int, variant: str) -> None:
             device="cpu",
         )
     elif w.algo == "ppo" and w.env.startswith("HalfCheetah"):
-        hp = ZOO_PPO_HALFCHEETAH
+        hp = mujoco_workloads.ZOO_PPO_MUJOCO["HalfCheetah-v5"]
         env = VecNormalize(make_vec_env(w.env, n_envs=hp["n_envs"], seed=seed), gamma=hp["gamma"])
-        model = PPO(
-            "MlpPolicy",
-            env,
-            batch_size=hp["batch_size"],
-            n_steps=hp["n_steps"],
-            gamma=hp["gamma"],
-            learning_rate=hp["learning_rate"],
-            ent_coef=hp["ent_coef"],
-            clip_range=hp["clip_range"],
-            n_epochs=hp["n_epochs"],
-            gae_lambda=hp["gae_lambda"],
-            max_grad_norm=hp["max_grad_norm"],
-            vf_coef=hp["vf_coef"],
-            seed=seed,
-            device="cpu",
-            policy_kwargs=dict(
-                log_std_init=-2,
-                ortho_init=False,
-                activation_fn=torch.nn.ReLU,
-                net_arch=dict(pi=[256, 256], vf=[256, 256]),
-            ),
-        )
+        model = zoo_ppo(env, hp, seed)
     elif w.algo == "ppo" and common.is_atari(w):
         model = atari_ppo(w, seed, variant, total)
     elif w.algo == "sac":
@@ -201,8 +197,7 @@ def mujoco_learn(w: common.Workload, seed: int, total: int, rep: common.Reporter
     every eval_every() steps (10 deterministic episodes on an env seeded seed + EVAL_SEED_OFFSET; for PPO a
     VecNormalize copy that EvalCallback syncs with the training statistics) and once more at the end."""
     import numpy as np
-    import torch
-    from stable_baselines3 import PPO, SAC, TD3
+    from stable_baselines3 import SAC, TD3
     from stable_baselines3.common.callbacks import BaseCallback, EvalCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
@@ -251,31 +246,7 @@ def mujoco_learn(w: common.Workload, seed: int, total: int, rep: common.Reporter
         hp = mw.ZOO_PPO_MUJOCO[w.env]
         env = VecNormalize(env, gamma=hp["gamma"])
         eval_env = VecNormalize(eval_env, training=False, norm_reward=False, gamma=hp["gamma"])
-        policy = hp["policy"]
-        model = PPO(
-            "MlpPolicy",
-            env,
-            n_steps=hp["n_steps"],
-            batch_size=hp["batch_size"],
-            gamma=hp["gamma"],
-            learning_rate=hp["learning_rate"],
-            ent_coef=hp["ent_coef"],
-            clip_range=hp["clip_range"],
-            n_epochs=hp["n_epochs"],
-            gae_lambda=hp["gae_lambda"],
-            max_grad_norm=hp["max_grad_norm"],
-            vf_coef=hp["vf_coef"],
-            policy_kwargs=None
-            if policy is None
-            else dict(
-                log_std_init=policy["log_std_init"],
-                ortho_init=policy["ortho_init"],
-                activation_fn=torch.nn.ReLU,
-                net_arch=dict(pi=policy["net_arch"], vf=policy["net_arch"]),
-            ),
-            seed=seed,
-            device="cpu",
-        )
+        model = zoo_ppo(env, hp, seed)
 
     class Report(BaseCallback):  # EvalCallback's callback_after_eval: one curve point per evaluation
         def _on_step(self) -> bool:
