@@ -9,7 +9,7 @@ import time
 import ray
 
 from relayrl.core.saved_state import cause
-from relayrl.runtime.cluster import ACTOR_OPTIONS, ObjectStoreGauge, init_ray, kill_quietly
+from relayrl.runtime.cluster import ObjectStoreGauge, init_ray, kill_quietly, remote_class
 from relayrl.runtime.restarts import RestartBudget
 from relayrl.sampling.settings import EnvError
 
@@ -28,11 +28,9 @@ class ActorFleet(RestartBudget):
         self, actor_cls, args: tuple, num_workers: int, num_cpus_per_worker: float, address: str | None
     ):
         self._owns_ray = init_ray(address)
-        remote_cls = ray.remote(actor_cls)
+        remote_cls = remote_class(actor_cls)
         # small constructor arguments only, so a failed worker can be re-created at any time
-        self._make = lambda i: remote_cls.options(num_cpus=num_cpus_per_worker, **ACTOR_OPTIONS).remote(
-            *args, i + 1
-        )
+        self._make = lambda i: remote_cls.options(num_cpus=num_cpus_per_worker).remote(*args, i + 1)
         self.actors = [self._make(i) for i in range(num_workers)]
         self.num_workers = num_workers
         RestartBudget.__init__(self, num_workers)

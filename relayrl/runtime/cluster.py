@@ -25,11 +25,12 @@ WORKER_ENV = {
 }
 
 
-# Options of every actor relayrl starts. Ray keeps an event record of each actor call in the GCS (for the
-# dashboard's task list, up to 100,000 tasks): ~3.5 KB per call, so PPO's two sample calls per iteration
-# grew gcs_server ~7 KB per iteration (benchmarks/memory_soak.py), toward ~350 MB. These actors repeat the
-# same few calls all run long; the actors themselves still show on the dashboard.
-ACTOR_OPTIONS = {"enable_task_events": False}
+def remote_class(cls: type):
+    """`ray.remote(cls)` for every actor relayrl starts: without task events. Ray keeps an event record of
+    each actor call in the GCS (for the dashboard's task list, up to 100,000 tasks): ~3.5 KB per call, so
+    PPO's two sample calls per iteration grew gcs_server ~7 KB per iteration (benchmarks/memory_soak.py),
+    toward ~350 MB. These actors repeat the same few calls all run long; they still show on the dashboard."""
+    return ray.remote(enable_task_events=False)(cls)
 
 
 def init_ray(address: str | None = None, dashboard: bool = False) -> bool:

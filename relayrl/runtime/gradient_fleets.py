@@ -11,7 +11,7 @@ import ray
 
 from relayrl.core.types import Fragment
 from relayrl.runtime.actor_fleet import ActorFleet
-from relayrl.runtime.cluster import ACTOR_OPTIONS
+from relayrl.runtime.cluster import remote_class
 from relayrl.runtime.params import ParameterServer
 from relayrl.sampling.grad_worker import (
     GradientWorker,
@@ -196,7 +196,7 @@ class A3CWorkers(ActorFleet):
         super().__init__(RayGradientWorker, (settings, recipe), num_workers, num_cpus_per_worker, address)
         # The server needs a CPU slot too; it shares the cores with the workers (0 reserved, like the driver).
         factory = functools.partial(_server_learner, settings, recipe, lr, grad_clip)
-        self.server = ray.remote(ParameterServer).options(num_cpus=0, **ACTOR_OPTIONS).remote(factory)
+        self.server = remote_class(ParameterServer).options(num_cpus=0).remote(factory)
         self.extra_actors = [self.server]
         self.in_flight = in_flight
 

@@ -14,7 +14,7 @@ import ray
 
 from relayrl.core.types import Fragment
 from relayrl.runtime.actor_fleet import ActorFleet
-from relayrl.runtime.cluster import ACTOR_OPTIONS, init_ray
+from relayrl.runtime.cluster import init_ray, remote_class
 from relayrl.runtime.params import ParameterServer, WeightClient
 from relayrl.sampling.rollout import RolloutWorker
 from relayrl.sampling.settings import SamplerSettings
@@ -75,7 +75,7 @@ class LearnerQueue(ActorFleet):
         in_flight: int = 2,
     ):
         init_ray(address)
-        server = ray.remote(ParameterServer).options(num_cpus=0, **ACTOR_OPTIONS).remote()
+        server = remote_class(ParameterServer).options(num_cpus=0).remote()
         super().__init__(RayAsyncWorker, (settings, server, pull), num_workers, num_cpus_per_worker, address)
         self.server, self.extra_actors = server, [server]
         self.queue_size, self.when_full, self.in_flight = queue_size, when_full, in_flight

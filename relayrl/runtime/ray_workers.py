@@ -11,10 +11,10 @@ import ray
 
 from relayrl.core.types import Fragment
 from relayrl.runtime.cluster import (
-    ACTOR_OPTIONS,
     ObjectStoreGauge,
     init_ray,
     kill_quietly,
+    remote_class,
 )
 from relayrl.runtime.restarts import RestartBudget
 from relayrl.sampling.rollout import RolloutWorker
@@ -66,8 +66,8 @@ class RayWorkers(RestartBudget):
         # as bundles): there the workers take the group's bundles, which Tune captures for child actors.
         strategy = None if ray.util.get_current_placement_group() is not None else "SPREAD"
         self._make = lambda i: (
-            ray.remote(worker_cls or RayRolloutWorker)
-            .options(num_cpus=num_cpus_per_worker, scheduling_strategy=strategy, **ACTOR_OPTIONS)
+            remote_class(worker_cls or RayRolloutWorker)
+            .options(num_cpus=num_cpus_per_worker, scheduling_strategy=strategy)
             .remote(settings, i + 1)
         )
         self.actors = [self._make(i) for i in range(num_workers)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import ray
 
-from relayrl.runtime.cluster import ACTOR_OPTIONS, init_ray
+from relayrl.runtime.cluster import init_ray, remote_class
 
 
 class LearnerHost:
@@ -75,7 +75,7 @@ class RemoteLearner:
                 f"num_gpus = {num_gpus} but the Ray cluster has {available:g} GPU(s); "
                 f"allowed: 0..{available:g}"
             )
-        host = ray.remote(LearnerHost).options(num_gpus=num_gpus, num_cpus=0, **ACTOR_OPTIONS)
+        host = remote_class(LearnerHost).options(num_gpus=num_gpus, num_cpus=0)
         self.actor = host.remote(factory, num_gpus, threads, mlp)
         try:
             self.placement = ray.get(self.actor.placement.remote())  # surfaces build errors now

@@ -24,7 +24,7 @@ import numpy as np
 import ray
 
 from relayrl.replay import PrioritizedReplay, UniformReplay
-from relayrl.runtime.cluster import ACTOR_OPTIONS, kill_quietly, spread_over_nodes
+from relayrl.runtime.cluster import kill_quietly, remote_class, spread_over_nodes
 from relayrl.sampling import frame_rows
 
 SHARD_LOST = (ray.exceptions.RayActorError, ray.exceptions.ObjectLostError)  # an answer lost with its node
@@ -169,12 +169,12 @@ class ShardedReplay:
     ):
         # Idle memory: no CPU reserved, spread over the nodes (cluster.spread_over_nodes). A restored shard
         # goes where SPREAD puts it (which nodes are lost is not known yet), or in a Tune placement group.
-        actor = ray.remote(ReplayShard)
+        actor = remote_class(ReplayShard)
         args = (max(1, capacity // num_shards), prioritized, alpha)
         again = None if ray.util.get_current_placement_group() is not None else "SPREAD"
-        self._make = lambda i, where=again: actor.options(
-            num_cpus=0, scheduling_strategy=where, **ACTOR_OPTIONS
-        ).remote(*args, None if seed is None else seed + i)
+        self._make = lambda i, where=again: actor.options(num_cpus=0, scheduling_strategy=where).remote(
+            *args, None if seed is None else seed + i
+        )
         self.shards = [self._make(i, where) for i, where in enumerate(spread_over_nodes(num_shards))]
         self.prioritized = prioritized
         self.snapshots: list[dict | None] = [None] * num_shards
