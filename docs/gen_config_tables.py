@@ -1,7 +1,8 @@
 """Regenerate the generated parts of the docs from the code, so they cannot drift:
 
 - each `docs/algorithms/<algo>.md`: the config table (fields the algorithm adds or whose default it changes
-  from the shared `Config`) and the tuned results (`_result` lines of `relayrl/core/tuned/<algo>-*.yaml`);
+  from the shared `Config`) and the tuned results (`_result` lines of
+  `relayrl/core/tuned/[NAMESPACE/]<algo>-*.yaml`);
 - `docs/configuration.md`: the table of the fields every algorithm shares.
 
     python docs/gen_config_tables.py           # rewrite the marked regions in place
@@ -20,8 +21,6 @@ import json
 import os
 import re
 import sys
-
-import yaml
 
 DOCS = os.path.dirname(os.path.abspath(__file__))
 TUNED = os.path.join(os.path.dirname(DOCS), "relayrl", "core", "tuned")
@@ -71,14 +70,14 @@ def config_table(name: str) -> str:
 def tuned_results(name: str) -> str:
     if not os.path.isdir(TUNED):  # a moved folder must fail loudly, not render "no tuned config"
         raise FileNotFoundError(f"tuned configs folder {TUNED} is missing")
+    from relayrl.core import tuned  # the CLI's own lookup: namespaced ids (ALE/...) live in subfolders
+
     lines = []
-    for path in sorted(glob.glob(os.path.join(TUNED, f"{name}-*.yaml"))):
-        env = os.path.basename(path)[len(name) + 1 : -len(".yaml")]
-        with open(path) as fh:
-            result = (yaml.safe_load(fh) or {}).get("_result")
-        lines.append(
-            f"- `{env}` (`relayrl/core/tuned/{os.path.basename(path)}`): {result or 'no result recorded'}"
-        )
+    for env in tuned.available(name):
+        path = tuned.path_for(name, env)
+        result = tuned.notes(path).get("_result")
+        shown = os.path.relpath(path, os.path.dirname(DOCS))
+        lines.append(f"- `{env}` (`{shown}`): {result or 'no result recorded'}")
     if not lines:
         return "No tuned config yet: `relayrl train` uses the defaults above.\n"
     return "\n".join(lines) + "\n"
