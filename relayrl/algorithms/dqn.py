@@ -236,7 +236,7 @@ class DQN(InProcessReplayCheckpoint, Algorithm):
         from relayrl.models.tf_import import tf
 
         c: DQNConfig = self.config
-        model = QModel(self.spec, c.dueling, c.target_network_update_freq, c.tau)
+        model = QModel(self.export_spec, c.dueling, c.target_network_update_freq, c.tau)
         model.set_weights(self.learner.get_weights())
         model.head = lambda obs: model.q(obs)
         model.value = lambda obs: tf.reduce_max(model.q(obs), axis=1)

@@ -5,6 +5,8 @@ Loop that uses it:  algo.train() ...; algo.export_policy(dir); algo.evaluate(num
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium as gym
 import numpy as np
 
@@ -23,12 +25,19 @@ class PolicyExports:
     action_space: gym.Space
     iteration: int
 
+    @property
+    def export_spec(self) -> networks.ModelSpec:
+        """The spec of what leaves the process: float32 arithmetic whatever model.compute_dtype trains with.
+        The weights are float32 either way; serving hardware often has no bfloat16 units, and TFLite runs
+        float32 or quantised models."""
+        return dataclasses.replace(self.spec, compute_dtype="float32")
+
     def export_model(self):
         """A tf.Module on this process with head(obs) -> dist inputs and value(obs), holding the current
         weights: what export_policy serves."""
         from relayrl.models.keras_models import actor_critic
 
-        model = actor_critic(self.spec)
+        model = actor_critic(self.export_spec)
         model.set_weights(self.learner.get_weights())
         return model
 
@@ -39,7 +48,7 @@ class PolicyExports:
 
         self._check_weights_finite("export")
         return export_saved_model(
-            self.export_model(), self.spec, self.obs_space, self.action_space, export_dir, self.config
+            self.export_model(), self.export_spec, self.obs_space, self.action_space, export_dir, self.config
         )
 
     def export_tflite(self, path: str, quantize: str = "none") -> str:

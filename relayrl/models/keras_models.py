@@ -28,7 +28,11 @@ class ActorCritic(WeightList, tf.Module):
     def __init__(self, spec: ModelSpec, name: str = "actor_critic"):
         super().__init__(name=name)
         self.spec = spec
-        self.torso = [self._layer(layer, f"torso_{i}") for i, layer in enumerate(spec.torso)]
+        # model.compute_dtype "bfloat16": the torso computes in bfloat16 on float32 weights (Keras' mixed
+        # policy; the dense layers cast in _apply), the heads and the losses in float32
+        self.compute_dtype = tf.as_dtype(spec.compute_dtype)
+        torso_policy = "mixed_bfloat16" if spec.compute_dtype == "bfloat16" else None
+        self.torso = [self._layer(layer, f"torso_{i}", torso_policy) for i, layer in enumerate(spec.torso)]
         self.pi = [self._layer(layer, f"pi_{i}") for i, layer in enumerate(spec.pi)]
         self.log_std = (
             tf.Variable(tf.zeros(spec.action_nvec[0]), name="log_std")
@@ -42,22 +46,27 @@ class ActorCritic(WeightList, tf.Module):
         self(zeros_batch(spec))
 
     @staticmethod
-    def _layer(layer, name: str) -> tf.keras.layers.Layer:
+    def _layer(layer, name: str, dtype: str | None = None) -> tf.keras.layers.Layer:
         if layer.kind == "conv":
             return tf.keras.layers.Conv2D(
-                layer.shape[-1], layer.shape[0], strides=layer.stride, activation=layer.activation, name=name
+                layer.shape[-1],
+                layer.shape[0],
+                strides=layer.stride,
+                activation=layer.activation,
+                name=name,
+                dtype=dtype,
             )
-        return tf.keras.layers.Dense(layer.shape[-1], activation=layer.activation, name=name)
+        return tf.keras.layers.Dense(layer.shape[-1], activation=layer.activation, name=name, dtype=dtype)
 
     def features(self, obs: tf.Tensor) -> tf.Tensor:
-        x = network_input(self.spec, obs, self.obs_norm)
+        x = tf.cast(network_input(self.spec, obs, self.obs_norm), self.compute_dtype)
         for i, layer in enumerate(self.torso):
             if i == self._flatten_at and self._flatten_at > 0:
                 x = tf.reshape(x, (tf.shape(x)[0], -1))
             x = _apply(layer, x)
         if self._flatten_at == len(self.torso) and self._flatten_at > 0:
             x = tf.reshape(x, (tf.shape(x)[0], -1))
-        return x
+        return tf.cast(x, tf.float32)
 
     def __call__(self, obs: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
         h = self.features(obs)
@@ -100,9 +109,10 @@ class ActorCritic(WeightList, tf.Module):
 
 def _apply(layer: tf.keras.layers.Layer, x: tf.Tensor) -> tf.Tensor:
     """Dense layers as matmul + bias + activation on the layer's own variables: the same maths as
-    Keras' Dense.__call__ without its Python dispatch, which doubles the trace time of the update."""
+    Keras' Dense.__call__ (with its cast of the weights to the input's dtype under a mixed policy) without
+    its Python dispatch, which doubles the trace time of the update."""
     if isinstance(layer, tf.keras.layers.Dense) and layer.built:
-        return layer.activation(tf.matmul(x, layer.kernel) + layer.bias)
+        return layer.activation(tf.matmul(x, tf.cast(layer.kernel, x.dtype)) + tf.cast(layer.bias, x.dtype))
     return layer(x)
 
 

@@ -70,11 +70,14 @@ class ModelSpec:
     obs_norm: bool = False
     log_std_init: float = 0.0  # initial value of the gaussian head's free log_std
     custom: CustomSpec | None = None  # your own tf.keras.Model / critic class (docs/custom_model.md)
+    compute_dtype: str = "float32"  # the torso's arithmetic; "bfloat16": mixed precision (keras_models.py)
 
     @property
     def numpy_forward_ok(self) -> bool:
         if self.custom is not None and self.custom.model_cls is not None:
             return False  # numpy cannot run your model: workers use keras_models.TFForward
+        if self.compute_dtype != "float32":
+            return False  # workers act with the learner's arithmetic, which numpy does not have
         return all(layer.kind == "dense" for layer in self.torso + self.pi + self.vf)
 
     @property
@@ -130,6 +133,11 @@ def spec_from_spaces(
         raise ValueError(
             f"model.normalize_obs needs a Box observation space (this one is {obs_kind}: {obs_space})"
         )
+    if model.get("compute_dtype", "float32") != "float32" and model.get("custom_model") is not None:
+        raise ValueError(
+            "model.compute_dtype is for relayrl's own networks; a custom_model picks its own (a Keras dtype "
+            "policy, e.g. dtype='mixed_bfloat16' on its layers): remove one"
+        )
     return ModelSpec(
         obs_kind,
         obs_shape,
@@ -141,6 +149,7 @@ def spec_from_spaces(
         obs_norm,
         float(model.get("log_std_init", 0.0)),
         custom_spec(model, action_kind),
+        model.get("compute_dtype", "float32"),
     )
 
 

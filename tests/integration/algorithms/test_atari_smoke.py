@@ -54,3 +54,43 @@ def test_a_few_iterations_on_breakout_then_a_uint8_saved_model(algo_name, tmp_pa
     policy = Policy(algo.spec, algo.action_space)
     policy.set_weights(weights, 0)
     np.testing.assert_array_equal(policy.compute_actions(frames, explore=False), actions)
+
+
+def test_bfloat16_torso_trains_and_exports_a_float32_saved_model(tmp_path):
+    """model.compute_dtype = "bfloat16" trains on float32 weights; the export computes in float32 (serving
+    hardware often lacks bfloat16), so its values are the float32 network's on the trained weights."""
+    import dataclasses
+
+    import tensorflow as tf
+
+    from relayrl.models.keras_models import actor_critic
+
+    config = (
+        SMALL["ppo"]()
+        .training(model={"compute_dtype": "bfloat16"})
+        .environment(BREAKOUT)
+        .rollouts(num_envs_per_worker=2, rollout_fragment_length=16)
+        .debugging(seed=0)
+    )
+    algo = config.build()
+    try:
+        assert algo.spec.compute_dtype == "bfloat16"
+        result = algo.train()
+        assert np.isfinite(result["learner/total_loss"])
+        export_dir = algo.export_policy(str(tmp_path / "policy"))
+        weights = algo.learner.get_weights()
+        spec = algo.spec
+    finally:
+        algo.stop()
+    assert {w.dtype for w in weights} == {np.dtype(np.float32)}
+    value = tf.saved_model.load(export_dir).signatures["value"]
+    frames = np.random.default_rng(0).integers(0, 256, (8, 84, 84, 4), dtype=np.uint8)
+    served = value(observation=tf.constant(frames))["value"].numpy()
+    float32_net, bfloat16_net = (
+        actor_critic(dataclasses.replace(spec, compute_dtype="float32")),
+        actor_critic(spec),
+    )
+    float32_net.set_weights(weights)
+    bfloat16_net.set_weights(weights)
+    np.testing.assert_allclose(served, float32_net.value(tf.constant(frames)).numpy(), rtol=1e-4, atol=1e-5)
+    assert not np.allclose(served, bfloat16_net.value(tf.constant(frames)).numpy(), rtol=1e-4, atol=1e-5)

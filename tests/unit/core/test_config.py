@@ -39,6 +39,7 @@ def test_unknown_key_names_group_key_and_allowed_with_suggestion():
         ("rollouts", "rollout_fragment_length", "long", "or 'auto'"),
         ("training", "model", {"fcnet_hidens": [8]}, "unknown model key 'fcnet_hidens'"),
         ("training", "model", {"fcnet_activation": "sigmoidal"}, "one of 'tanh'"),
+        ("training", "model", {"compute_dtype": "float16"}, "one of 'float32', 'bfloat16'"),
         ("training", "lr_schedule", [[10, 0.1]], "starting at timestep 0"),
         ("resources", "learner_threads", 0, "or 'auto'"),
     ],
