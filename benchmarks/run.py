@@ -66,10 +66,13 @@ VARIANTS = {
     ("W3", "relayrl"): ["raw1", "raw16", "worker16"],
     ("W5", "relayrl"): ["", "w2"],
     ("W5", "rllib"): ["r0", "r2"],
-    ("W7", "relayrl"): ["", "w2", "envpool"],  # envpool: a "not run" row where it is not importable
+    # envpool: a "not run" row where it is not importable; bf16: model.compute_dtype = "bfloat16"
+    ("W7", "relayrl"): ["", "w2", "envpool", "envpool_bf16"],
+    ("W8", "relayrl"): ["", "envpool_bf16"],  # does the bf16 torso learn as well? (the score at 1M steps)
     ("W7", "rllib"): ["r0", "r2"],
     ("W9", "sb3"): ["plain", "optimized"],  # optimize_memory_usage False / True
 }
+DEFAULT_VARIANT = "default"  # how --variants names the "" variant
 NOT_APPLICABLE = {
     ("W3", "sb3"),
     ("W3", "rllib"),
@@ -213,6 +216,7 @@ def run_all(
     csv_path: str,
     log_path: str,
     caps: dict[str, int] | None = None,
+    only_variants: set[str] | None = None,
 ) -> None:
     with open(log_path, "a") as log:
         for workload in workloads:
@@ -223,6 +227,8 @@ def run_all(
                     if (workload, lib) in NOT_APPLICABLE:
                         continue
                     for variant in VARIANTS.get((workload, lib), [""]):
+                        if only_variants is not None and (variant or DEFAULT_VARIANT) not in only_variants:
+                            continue
                         row = run_one(lib, workload, seed, variant, (caps or {}).get(workload))
                         append_csv(csv_path, row)
                         t = row.get("time_to_solve_s") or row.get("first_iter_s")
@@ -546,6 +552,7 @@ def curve_chart(rows: list[dict], out_dir: str, base_dir: str, plt) -> str | Non
                 [p[x_col] for p in pts],
                 [p[2] for p in pts],
                 color=COLORS.get(r["library"], "k"),
+                ls="--" if r.get("variant") else "-",  # a library's variants dashed, its plain run solid
                 alpha=0.8,
                 lw=1.2,
                 label=None if label in seen else label,
@@ -606,6 +613,12 @@ def main() -> None:
         help="step cap of workload W instead of its default (agent steps for W7/W8, transitions for W9): "
         "--cap W7=100000; the timeout scales with it",
     )
+    p.add_argument(
+        "--variants",
+        default=None,
+        help=f"comma-separated: run only these variants of each library (e.g. envpool_bf16; "
+        f"'{DEFAULT_VARIANT}' is a library's plain run); all by default",
+    )
     p.add_argument("--csv", default=os.path.join(HERE, "results", "anchors.csv"))
     p.add_argument("--out", default=os.path.join(HERE, "results"), help="directory for table.md and the PNGs")
     p.add_argument(
@@ -623,9 +636,13 @@ def main() -> None:
             f"run.py: unknown workload/library {bad}; workloads: {sorted(METRICS)}, libs: {sorted(RUNNERS)}"
         )
     caps = parse_caps(args.cap)
+    only = None if args.variants is None else {v.strip() for v in args.variants.split(",") if v.strip()}
+    known = {v or DEFAULT_VARIANT for variants in VARIANTS.values() for v in variants} | {DEFAULT_VARIANT}
+    if only is not None and (not only or only - known):
+        sys.exit(f"run.py: --variants {args.variants!r}: allowed: comma-separated from {sorted(known)}")
     os.makedirs(args.out, exist_ok=True)
     log = os.path.join(args.out, "run_log.txt")
-    run_all(workloads, libs, args.seeds, args.first_seed, args.csv, log, caps)
+    run_all(workloads, libs, args.seeds, args.first_seed, args.csv, log, caps, only)
     print(report(args.csv, args.out))
 
 

@@ -15,7 +15,8 @@ benchmarks/results/configs/ before the run) holds the SB3 zoo's Atari recipe on 
 so relayrl's tuned defaults play no part. Its episode returns are real game scores (relayrl/envs/atari.py:
 episodic life and reward clipping are the learner's signals only). Variants: "" (8 envs in-process), "w2"
 (2 Ray workers x 4 envs), "envpool" (in-process, vector_backend envpool: envpool's own ALE build and C++
-preprocessing with the same options; reported as not run where envpool is not importable).
+preprocessing with the same options; reported as not run where envpool is not importable), "envpool_bf16"
+(envpool, and the torso computing in bfloat16 on float32 weights: model.compute_dtype).
 W9 runs benchmarks/replay_memory.py in relayrl's venv.
 
 MuJoCo (issue 17: W10-<Env> SAC, W11-<Env> TD3, W12-<Env> PPO): `python -m relayrl.cli train ALGO ENV
@@ -61,13 +62,17 @@ def relayrl_version() -> str:
     return f"{out.stdout.strip() or '?'}+{rev.stdout.strip() or '?'}"
 
 
+ATARI_VARIANTS = ("", "w2", "envpool", "envpool_bf16")
+
+
 def atari_fields(variant: str) -> dict:
     """relayrl's config fields for the zoo's Atari PPO recipe (common.ZOO_PPO_ATARI)."""
     hp, pre = common.ZOO_PPO_ATARI, common.ATARI_PREPROCESSING
-    workers = 2 if variant == "w2" else 0
+    parts = variant.split("_")
+    workers = 2 if "w2" in parts else 0
     return {
         "num_envs_per_worker": hp["n_envs"] // max(workers, 1),  # 8 envs in all, as every library
-        "vector_backend": "envpool" if variant == "envpool" else "gymnasium",
+        "vector_backend": "envpool" if "envpool" in parts else "gymnasium",
         "train_batch_size": hp["n_envs"] * hp["n_steps"],
         "rollout_fragment_length": hp["n_steps"],
         "scale_rewards": False,
@@ -87,6 +92,8 @@ def atari_fields(variant: str) -> dict:
             "fcnet_hiddens": [512],
             "fcnet_activation": "relu",
             "vf_share_layers": True,
+            # bf16: the torso computes in bfloat16 on float32 weights (model.compute_dtype)
+            "compute_dtype": "bfloat16" if "bf16" in parts else "float32",
         },
         "atari": {
             "preprocess": True,
@@ -113,9 +120,11 @@ def envpool_missing() -> bool:
 
 
 def atari_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
-    if variant not in ("", "w2", "envpool"):
-        raise NotImplementedError(f"{w.name} variants: '' (in-process), w2, envpool (got {variant!r})")
-    if variant == "envpool" and envpool_missing():
+    if variant not in ATARI_VARIANTS:
+        raise NotImplementedError(
+            f"{w.name} variants: {', '.join(map(repr, ATARI_VARIANTS))} (got {variant!r})"
+        )
+    if "envpool" in variant and envpool_missing():
         raise NotImplementedError("envpool is not importable in relayrl's venv")
     workers = 2 if variant == "w2" else 0
     stop = ["--stop-timesteps", str(w.cap)]
