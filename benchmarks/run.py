@@ -68,7 +68,8 @@ VARIANTS = {
     ("W5", "rllib"): ["r0", "r2"],
     # envpool: a "not run" row where it is not importable; bf16: model.compute_dtype = "bfloat16"
     ("W7", "relayrl"): ["", "w2", "envpool", "envpool_bf16"],
-    ("W8", "relayrl"): ["", "envpool_bf16"],  # does the bf16 torso learn as well? (the score at 1M steps)
+    # does envpool, and the bf16 torso on it, learn as well as the plain run? (the score at 1M steps)
+    ("W8", "relayrl"): ["", "envpool", "envpool_bf16"],
     ("W7", "rllib"): ["r0", "r2"],
     ("W9", "sb3"): ["plain", "optimized"],  # optimize_memory_usage False / True
 }
