@@ -1,10 +1,11 @@
 """Memory soak: trains for many iterations and watches the memory of every process relayrl starts -- the
 driver, each Ray actor of the run (rollout workers, the learner actor, Ape-X replay shards) and Ray's own
 daemons that an embedded Ray starts (raylet, gcs_server) -- and the object store's bytes. Prints one JSON
-line: per process, the RSS slope in bytes per iteration after the warm-up, with its standard error.
+line: per process, the RSS slope in bytes per iteration after the warm-up, with its standard error, and the
+slope of each --window iterations (20,000) after it.
 
     python benchmarks/memory_soak.py [--algo ppo|apex] [--learner driver|actor] [--iterations 4000]
-        [--warmup 500] [--every 10] [--address HOST:PORT | --cluster]
+        [--warmup 500] [--every 10] [--window 20000] [--address HOST:PORT | --cluster]
 
 --cluster (root) starts a 3-node cluster in network namespaces (tests/helpers/netns_cluster.py) and runs the
 same soak as a job on its head node with --address; the actors spread over the nodes.
@@ -128,6 +129,20 @@ def trend(iters: np.ndarray, values) -> dict:
     }
 
 
+def windows(iters: np.ndarray, values, size: int, start: int) -> list[dict]:
+    """trend() of each whole window of `size` iterations after the warm-up, in order: a ramp that ends (a
+    cache filling, the allocator settling) shows as slopes that fall to flat, a leak as slopes that stay."""
+    out = []
+    values = np.asarray(values, float)
+    while len(iters) and start + size <= iters[-1]:
+        inside = (iters > start) & (iters <= start + size)
+        if inside.sum() >= 2 * BLOCKS:
+            out.append({"from": int(start), "to": int(start + size), **trend(iters[inside], values[inside])})
+            del out[-1]["blocks_mib"]
+        start += size
+    return out
+
+
 def on_cluster(argv: list[str]) -> str:
     """Run this soak from the head node of a 3-node namespace cluster; returns its JSON line."""
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -149,6 +164,9 @@ def main() -> None:
     p.add_argument("--iterations", type=int, default=4000)
     p.add_argument("--warmup", type=int, default=500)
     p.add_argument("--every", type=int, default=10, help="iterations between memory samples")
+    p.add_argument(
+        "--window", type=int, default=20_000, help="also the slope of each window of this many iterations"
+    )
     p.add_argument("--address", default=None, help="join this Ray cluster instead of an embedded one")
     p.add_argument("--cluster", action="store_true", help="on a 3-node namespace cluster (needs root)")
     p.add_argument("--cluster-dir", default=None, help=argparse.SUPPRESS)  # set by --cluster for its job
@@ -183,6 +201,9 @@ def main() -> None:
         "same_processes": still == procs,  # no actor restarted or appeared during the soak
         "rss_bytes_per_iteration": {k: trend(x, v) for k, v in samples.items()},
         "object_store_bytes_per_iteration": trend(x, store),
+        "rss_bytes_per_iteration_by_window": {
+            k: windows(x, v, args.window, args.warmup) for k, v in samples.items()
+        },
         "driver_malloc_in_use_bytes_per_iteration": None if np.isnan(in_use).any() else trend(x, in_use),
     }
     print(json.dumps(report))
