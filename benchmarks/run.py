@@ -531,6 +531,17 @@ def bar_charts(summary: dict, out_dir: str, plt) -> list[str]:
     return written
 
 
+VARIANT_STYLES = ("--", ":", "-.")
+
+
+def variant_style(variant: str) -> str:
+    """A library's plain run solid, each of its variants in its own dash pattern (they share its colour)."""
+    if not variant:
+        return "-"
+    names = sorted({v for variants in VARIANTS.values() for v in variants if v})
+    return VARIANT_STYLES[names.index(variant) % len(VARIANT_STYLES)] if variant in names else "--"
+
+
 def curve_chart(rows: list[dict], out_dir: str, base_dir: str, plt) -> str | None:
     """learning_curves.png: each run's curve, one panel per workload that has curves."""
     curves = [
@@ -553,7 +564,7 @@ def curve_chart(rows: list[dict], out_dir: str, base_dir: str, plt) -> str | Non
                 [p[x_col] for p in pts],
                 [p[2] for p in pts],
                 color=COLORS.get(r["library"], "k"),
-                ls="--" if r.get("variant") else "-",  # a library's variants dashed, its plain run solid
+                ls=variant_style(r.get("variant", "")),
                 alpha=0.8,
                 lw=1.2,
                 label=None if label in seen else label,
