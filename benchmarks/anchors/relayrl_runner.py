@@ -65,11 +65,16 @@ def relayrl_version() -> str:
 ATARI_VARIANTS = ("", "w2", "envpool", "envpool_bf16")
 
 
+def atari_workers(variant: str) -> int:
+    """Ray rollout workers of an Atari variant: 2 for w2, else in-process."""
+    return 2 if "w2" in variant.split("_") else 0
+
+
 def atari_fields(variant: str) -> dict:
     """relayrl's config fields for the zoo's Atari PPO recipe (common.ZOO_PPO_ATARI)."""
     hp, pre = common.ZOO_PPO_ATARI, common.ATARI_PREPROCESSING
     parts = variant.split("_")
-    workers = 2 if "w2" in parts else 0
+    workers = atari_workers(variant)
     return {
         "num_envs_per_worker": hp["n_envs"] // max(workers, 1),  # 8 envs in all, as every library
         "vector_backend": "envpool" if "envpool" in parts else "gymnasium",
@@ -124,11 +129,10 @@ def atari_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
         raise NotImplementedError(
             f"{w.name} variants: {', '.join(map(repr, ATARI_VARIANTS))} (got {variant!r})"
         )
-    if "envpool" in variant and envpool_missing():
+    if "envpool" in variant.split("_") and envpool_missing():
         raise NotImplementedError("envpool is not importable in relayrl's venv")
-    workers = 2 if variant == "w2" else 0
     stop = ["--stop-timesteps", str(w.cap)]
-    return config_cmd(w, seed, variant, atari_fields(variant), workers, stop, "tb")
+    return config_cmd(w, seed, variant, atari_fields(variant), atari_workers(variant), stop, "tb")
 
 
 def config_cmd(

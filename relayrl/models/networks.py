@@ -133,7 +133,8 @@ def spec_from_spaces(
         raise ValueError(
             f"model.normalize_obs needs a Box observation space (this one is {obs_kind}: {obs_space})"
         )
-    if model.get("compute_dtype", "float32") != "float32" and model.get("custom_model") is not None:
+    compute_dtype = model.get("compute_dtype", "float32")
+    if compute_dtype != "float32" and model.get("custom_model") is not None:
         raise ValueError(
             "model.compute_dtype is for relayrl's own networks; a custom_model picks its own (a Keras dtype "
             "policy, e.g. dtype='mixed_bfloat16' on its layers): remove one"
@@ -149,7 +150,7 @@ def spec_from_spaces(
         obs_norm,
         float(model.get("log_std_init", 0.0)),
         custom_spec(model, action_kind),
-        model.get("compute_dtype", "float32"),
+        compute_dtype,
     )
 
 
