@@ -5,7 +5,11 @@ line: per process, the RSS slope in bytes per iteration after the warm-up, with 
 slope of each --window iterations (20,000) after it.
 
     python benchmarks/memory_soak.py [--algo ppo|apex] [--learner driver|actor] [--iterations 4000]
-        [--warmup 500] [--every 10] [--window 20000] [--address HOST:PORT | --cluster]
+        [--warmup 500] [--every 10] [--window 20000] [--address HOST:PORT | --cluster] [--idle SECONDS]
+
+--idle is the baseline for Ray's daemons: the same run built and warmed up, then left alone for SECONDS
+while every process is sampled; slopes in bytes per second. A daemon that grows as fast idle as in a soak
+(per-iteration slope x iterations per second) grows with the clock, not with relayrl's calls.
 
 --cluster (root) starts a 3-node cluster in network namespaces (tests/helpers/netns_cluster.py) and runs the
 same soak as a job on its head node with --address; the actors spread over the nodes.
@@ -107,6 +111,16 @@ def malloc_in_use() -> float:
     return float(info.uordblks + info.hblkhd)
 
 
+def store_bytes(state) -> float:
+    """Bytes in the object store now. Ray frees objects nobody holds in batches (up to 100, or once a
+    second), so between two frees the figure climbs by what was put meanwhile: Ape-X puts its weights every
+    iteration and swings between ~1.2 and ~5 MB. What the run keeps is the floor of that sawtooth, so the
+    soak fits the minimum of each block (the run's own `memory/object_store_bytes` is cached for 2 s)."""
+    from ray._private.internal_api import get_memory_info_reply  # no public API without the dashboard
+
+    return float(get_memory_info_reply(state).store_stats.object_store_bytes_used)
+
+
 def rss(pid: int) -> float:
     try:
         return float(psutil.Process(pid).memory_info().rss)
@@ -114,10 +128,12 @@ def rss(pid: int) -> float:
         return float("nan")
 
 
-def trend(iters: np.ndarray, values) -> dict:
-    """Slope (bytes/iteration) of the block medians, its standard error, the medians and the verdict."""
+def trend(iters: np.ndarray, values, floor: bool = False) -> dict:
+    """Slope (bytes/iteration) of the block medians (or minima: `floor`), its standard error, those block
+    figures and the verdict."""
     blocks_x = [float(np.median(b)) for b in np.array_split(iters, BLOCKS)]
-    blocks_y = [float(np.median(b)) for b in np.array_split(np.asarray(values, float), BLOCKS)]
+    per_block = np.min if floor else np.median
+    blocks_y = [float(per_block(b)) for b in np.array_split(np.asarray(values, float), BLOCKS)]
     x, y = np.asarray(blocks_x), np.asarray(blocks_y)
     (slope, intercept), cov = np.polyfit(x, y, 1, cov=True)
     se = float(np.sqrt(cov[0, 0]))
@@ -169,6 +185,14 @@ def main() -> None:
     )
     p.add_argument("--address", default=None, help="join this Ray cluster instead of an embedded one")
     p.add_argument("--cluster", action="store_true", help="on a 3-node namespace cluster (needs root)")
+    p.add_argument(
+        "--idle",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="baseline: build the run, train --warmup iterations, then make no calls for SECONDS and report "
+        "each process's slope in bytes per second",
+    )
     p.add_argument("--cluster-dir", default=None, help=argparse.SUPPRESS)  # set by --cluster for its job
     args = p.parse_args()
     if args.cluster:
@@ -176,17 +200,26 @@ def main() -> None:
         return
     algo = build(args.algo, args.learner, args.address)
     procs = relayrl_processes(args.cluster_dir)
+    if args.idle:
+        print(json.dumps(idle(algo, procs, args)))
+        return
+    from ray._private.internal_api import get_state_from_address
+
+    gcs = get_state_from_address(ray.get_runtime_context().gcs_address)
     iters, samples, store, in_use = [], {k: [] for k in procs}, [], []
-    start = time.time()
+    start = measured_from = time.time()
     try:
         for i in range(1, args.iterations + 1):
-            result = algo.train()
+            algo.train()
+            if i == args.warmup:
+                measured_from = time.time()
             if i > args.warmup and i % args.every == 0:
                 iters.append(i)
-                store.append(float(result["memory/object_store_bytes"]))
+                store.append(store_bytes(gcs))
                 in_use.append(malloc_in_use())
                 for label, pid in procs.items():
                     samples[label].append(rss(pid))
+        measured_s = time.time() - measured_from
         still = relayrl_processes(args.cluster_dir)
     finally:
         algo.stop()
@@ -200,13 +233,45 @@ def main() -> None:
         "seconds": round(time.time() - start, 1),
         "same_processes": still == procs,  # no actor restarted or appeared during the soak
         "rss_bytes_per_iteration": {k: trend(x, v) for k, v in samples.items()},
-        "object_store_bytes_per_iteration": trend(x, store),
+        "object_store_floor_bytes_per_iteration": trend(x, store, floor=True),
         "rss_bytes_per_iteration_by_window": {
             k: windows(x, v, args.window, args.warmup) for k, v in samples.items()
         },
         "driver_malloc_in_use_bytes_per_iteration": None if np.isnan(in_use).any() else trend(x, in_use),
+        "iterations_per_second": round((args.iterations - args.warmup) / measured_s, 1),
     }
     print(json.dumps(report))
+
+
+IDLE_SAMPLE_S = 2.0
+
+
+def idle(algo, procs: dict[str, int], args) -> dict:
+    """The same processes with nothing asked of them: what Ray's daemons (and the rest) grow per second on
+    their own. A soak's per-iteration slope times its iterations per second, set against this, says whether
+    a daemon grows with relayrl's calls or with the clock. ("flat" here: under 10 bytes a second, or within
+    2 standard errors.)"""
+    try:
+        for _ in range(args.warmup):
+            algo.train()
+        start = time.time()
+        times, samples = [], {k: [] for k in procs}
+        while time.time() - start < args.idle:
+            times.append(time.time() - start)
+            for label, pid in procs.items():
+                samples[label].append(rss(pid))
+            time.sleep(IDLE_SAMPLE_S)
+    finally:
+        algo.stop()
+    t = np.asarray(times)
+    return {
+        "algo": args.algo,
+        "learner": args.learner,
+        "idle_seconds": args.idle,
+        "warmup": args.warmup,
+        "rss_bytes_per_second": {k: trend(t, v) for k, v in samples.items()},
+        "rss_bytes_per_second_by_window": {k: windows(t, v, 300, 0) for k, v in samples.items()},
+    }
 
 
 if __name__ == "__main__":
