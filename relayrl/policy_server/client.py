@@ -16,12 +16,12 @@ round trip per step instead of two); pass `batch_rewards=False` to send each one
 One keep-alive connection per client; use one client per thread.
 
 The server going away is survived: a refused, reset or closed connection (a restart, the server
-closing an idle connection, a full server's 503 with Retry-After) is retried on a fresh connection,
-with backoff from 50 ms to 1 s, for up to `reconnect_s` seconds; after that PolicyServerUnavailable
-(a ConnectionError) is raised. A restarted server does not know the episodes started before: a
-request for one raises EpisodeLostError (as does one for an episode the server evicted or expired),
-and the simulator starts a new episode with the same client. Episodes are never restarted silently:
-the simulator's own state would no longer match the episode the server records.
+closing an idle connection or stopping in the middle of a reply, a full server's 503 with Retry-After)
+is retried on a fresh connection, with backoff from 50 ms to 1 s, for up to `reconnect_s` seconds;
+after that PolicyServerUnavailable (a ConnectionError) is raised. A restarted server does not know the
+episodes started before: a request for one raises EpisodeLostError (as does one for an episode the
+server evicted or expired), and the simulator starts a new episode with the same client. Episodes are
+never restarted silently: the simulator's own state would no longer match the episode the server records.
 """
 
 from __future__ import annotations
@@ -186,6 +186,14 @@ class PolicyClient:
             self._conn.request(method, path, body=data, headers=self._headers)
             response = self._conn.getresponse()
             payload = response.read()
+        except http.client.IncompleteRead as exc:
+            # the server went away in the middle of its reply (a stop or restart while it was writing): a
+            # connection failure like one before the reply, not a malformed answer
+            self.close()
+            raise ConnectionError(
+                f"the connection closed in the middle of the reply ({len(exc.partial)} bytes of "
+                f"{len(exc.partial) + (exc.expected or 0)})"
+            ) from exc
         except BaseException:
             self.close()  # the connection is in an unknown state (half a reply, a timeout): never reuse it
             raise

@@ -405,6 +405,47 @@ def test_a_client_rides_out_a_server_restart_on_the_same_port():
         client.close()
 
 
+def test_a_reply_cut_off_by_the_server_going_away_is_retried_like_a_dropped_connection():
+    """A server that stops while writing a reply leaves the client half of it (headers, 5 of 13 body
+    bytes). That is the server going away, not a malformed answer: the client retries on a fresh connection
+    and gets the next server's reply; when every reply is cut, PolicyServerUnavailable says so."""
+    cut = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{"epi'
+    body = json.dumps({"episode_id": "e1"}).encode()
+    full = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+
+    def run_peer(replies: list[bytes]) -> tuple[socket.socket, int, list]:
+        """A raw peer on loopback that answers each connection with the next reply, then closes it."""
+        listener, requests = socket.create_server(("127.0.0.1", 0)), []
+
+        def peer():
+            for reply in replies:
+                conn, _ = listener.accept()
+                with conn:
+                    requests.append(conn.recv(65536).split(b" ", 2)[:2])
+                    conn.sendall(reply)
+
+        threading.Thread(target=peer, daemon=True).start()
+        return listener, listener.getsockname()[1], requests
+
+    listener, port, requests = run_peer([cut, full])
+    client = PolicyClient(f"http://127.0.0.1:{port}", reconnect_s=5)
+    try:
+        assert client.start_episode() == "e1"
+        assert requests == [[b"POST", b"/start_episode"]] * 2
+    finally:
+        client.close()
+        listener.close()
+
+    listener, port, _ = run_peer([cut] * 50)
+    client = PolicyClient(f"http://127.0.0.1:{port}", reconnect_s=0.3)
+    try:
+        with pytest.raises(PolicyServerUnavailable, match=r"in the middle of the reply \(5 bytes of 13\)"):
+            client.start_episode()
+    finally:
+        client.close()
+        listener.close()
+
+
 def ipv6_loopback_available() -> bool:
     try:
         with socket.socket(socket.AF_INET6) as sock:
