@@ -38,6 +38,7 @@ import psutil
 import ray
 
 from relayrl import ApeXConfig, PPOConfig
+from relayrl.runtime.cluster import ObjectStoreGauge
 
 BLOCKS = 10
 FLAT_BYTES_PER_ITERATION = 10
@@ -109,16 +110,6 @@ def malloc_in_use() -> float:
         return float("nan")
     info = libc.mallinfo2()
     return float(info.uordblks + info.hblkhd)
-
-
-def store_bytes(state) -> float:
-    """Bytes in the object store now. Ray frees objects nobody holds in batches (up to 100, or once a
-    second), so between two frees the figure climbs by what was put meanwhile: Ape-X puts its weights every
-    iteration and swings between ~1.2 and ~5 MB. What the run keeps is the floor of that sawtooth, so the
-    soak fits the minimum of each block (the run's own `memory/object_store_bytes` is cached for 2 s)."""
-    from ray._private.internal_api import get_memory_info_reply  # no public API without the dashboard
-
-    return float(get_memory_info_reply(state).store_stats.object_store_bytes_used)
 
 
 def rss(pid: int) -> float:
@@ -203,9 +194,11 @@ def main() -> None:
     if args.idle:
         print(json.dumps(idle(algo, procs, args)))
         return
-    from ray._private.internal_api import get_state_from_address
-
-    gcs = get_state_from_address(ray.get_runtime_context().gcs_address)
+    # Ray frees objects nobody holds in batches (up to 100, or once a second), so between two frees the
+    # store also holds what was put meanwhile: Ape-X puts its weights every iteration and swings between
+    # ~1.2 and ~5 MB. What the run keeps is the floor of that sawtooth: the store is read afresh at every
+    # sample (the run's own gauge answers from a 2-s cache) and the minimum of each block is fitted.
+    store_bytes = ObjectStoreGauge(max_age_s=0.0)
     iters, samples, store, in_use = [], {k: [] for k in procs}, [], []
     start = measured_from = time.time()
     try:
@@ -215,7 +208,7 @@ def main() -> None:
                 measured_from = time.time()
             if i > args.warmup and i % args.every == 0:
                 iters.append(i)
-                store.append(store_bytes(gcs))
+                store.append(float(store_bytes()))
                 in_use.append(malloc_in_use())
                 for label, pid in procs.items():
                     samples[label].append(rss(pid))

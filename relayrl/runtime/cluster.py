@@ -113,14 +113,15 @@ def kill_quietly(actor) -> None:
 
 
 class ObjectStoreGauge:
-    """Bytes in the object store, asked of the raylet at most every 2 s (~4 ms per ask here)."""
+    """Bytes in the object store, asked of the raylet at most every `max_age_s` (~4 ms per ask here)."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_age_s: float = 2.0) -> None:
+        self.max_age_s = max_age_s
         self._gcs_state, self._bytes, self._checked_at = None, 0, float("-inf")
 
     def __call__(self) -> int:
         now = time.monotonic()
-        if now - self._checked_at >= 2.0:
+        if now - self._checked_at >= self.max_age_s:
             self._checked_at = now
             try:  # Ray has no public API for this figure; degrade to the last value if the private one moves
                 from ray._private.internal_api import get_memory_info_reply, get_state_from_address
