@@ -134,7 +134,8 @@ class IMPALA(Algorithm):
 
     def training_step(self) -> dict[str, float]:
         c: IMPALAConfig = self.config
-        with self.timers("wait"):
+        # in-process (no workers) the take samples; with workers the learner only waits for their fragments
+        with self.timers("sample" if c.num_rollout_workers == 0 else "wait"):
             fragments = self.workers.take(c.fragments_per_update())
         dropped = self.workers.pop_dropped()
         self.dropped_total += len(dropped)

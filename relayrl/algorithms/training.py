@@ -21,11 +21,9 @@ import numpy as np
 
 from relayrl.algorithms.checkpointing import Checkpointer, CheckpointPlan
 from relayrl.algorithms.stop_rules import reward_reached, should_stop, stop_rules
-from relayrl.core.metrics import RunFacts, diagnose
+from relayrl.core.metrics import PHASES, RunFacts, diagnose
 from relayrl.models.networks import all_layers
 from relayrl.persistence.progress import Progress
-
-PHASES = ("sample", "learn", "sync", "wait")
 
 
 def run_facts(algo: Any, phase_totals: Mapping[str, float], iterations: int) -> RunFacts:

@@ -188,9 +188,14 @@ def diagnose(facts: RunFacts, syntax: str = "cli") -> str:
     at >= 60% learning: fewer gradient steps per sample (num_sgd_iter, replay_ratio, updates_per_iteration:
     halved; sgd_minibatch_size doubled), and a GPU only when the learner can use one, has none, and the model
     is big enough to gain from it (a conv torso or >= GPU_MIN_PARAMS weights). Sync-bound at >= 30% in weight
-    broadcast with remote workers: pull weights less often, or a smaller MLP. Otherwise balanced."""
+    broadcast with remote workers: pull weights less often, or a smaller MLP. Otherwise balanced.
+    A learner waiting for remote workers' fragments ("wait") is starved by sampling as much as one that
+    samples itself, so the sampling share counts both."""
+    wait = facts.shares.get("wait", 0.0)
     sample, learn, sync = (facts.shares.get(k, 0.0) for k in ("sample", "learn", "sync"))
-    shares = f"sampling {sample:.0%}, learning {learn:.0%}, weight sync {sync:.0%}"
+    sample += wait
+    waited = f" ({wait:.0%} waiting for workers)" if wait >= 0.005 else ""
+    shares = f"sampling {sample:.0%}{waited}, learning {learn:.0%}, weight sync {sync:.0%}"
     if facts.iterations < MIN_ITERATIONS or facts.training_s < MIN_SECONDS:
         return (
             f"too short to diagnose ({facts.iterations} iteration{'' if facts.iterations == 1 else 's'}, "
@@ -204,7 +209,7 @@ def diagnose(facts: RunFacts, syntax: str = "cli") -> str:
             _setting(facts, "num_rollout_workers", f["num_rollout_workers"] + 1, syntax),
         ]
         scale = " (`relayrl scale` finds the best worker count)" if syntax == "cli" else ""
-        return f"sampling-bound: {sample:.0%} of time in sampling; try {' or '.join(advice)}{scale}"
+        return f"sampling-bound: {sample:.0%} of time in sampling{waited}; try {' or '.join(advice)}{scale}"
     if learn >= 0.6:
         advice = _learner_advice(facts, syntax)
         todo = (

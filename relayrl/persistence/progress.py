@@ -67,6 +67,12 @@ class Rates:
         return min(etas) if etas else None
 
 
+def shown_phases(r: dict[str, Any], key: str) -> tuple[str, ...]:
+    """The phases a line shows: "wait" (a learner idle until remote workers deliver) only where the run has
+    it, so the shares shown add up to the iteration."""
+    return ("sample", "learn", "sync", *(["wait"] if r.get(key.format("wait"), 0.0) > 0 else []))
+
+
 class Progress:
     def __init__(
         self,
@@ -103,7 +109,7 @@ class Progress:
     def line(self, r: dict[str, Any]) -> str:
         it = max(r["time_this_iter_s"], 1e-9)
         shares = " ".join(
-            f"{k}={100 * r.get(f'timers/{k}_s', 0.0) / it:.0f}%" for k in ("sample", "learn", "sync")
+            f"{k}={100 * r.get(f'timers/{k}_s', 0.0) / it:.0f}%" for k in shown_phases(r, "timers/{}_s")
         )
         rate = self.rates.steps_per_s()
         rate = r["env_steps_per_s"] if math.isnan(rate) else rate
@@ -147,12 +153,12 @@ class Progress:
             ("training / wall time", f"{r['time_total_s']:.2f} s / {r['wall_time_s']:.2f} s"),
             (
                 "time shares (run)",
-                " ".join(f"{k} {r.get(f'run/{k}_frac', 0.0):.0%}" for k in ("sample", "learn", "sync")),
+                " ".join(f"{k} {r.get(f'run/{k}_frac', 0.0):.0%}" for k in shown_phases(r, "run/{}_frac")),
             ),
             (
                 "last iteration",
                 " ".join(
-                    f"{k} {r.get(f'timers/{k}_s', 0.0) * 1e3:.1f} ms" for k in ("sample", "learn", "sync")
+                    f"{k} {r.get(f'timers/{k}_s', 0.0) * 1e3:.1f} ms" for k in shown_phases(r, "run/{}_frac")
                 ),
             ),
             ("TensorBoard", r.get("log_dir") or "off"),

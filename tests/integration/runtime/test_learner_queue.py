@@ -99,3 +99,15 @@ def test_impala_reports_policy_lag_and_worker_idle_fraction(ray_session):
         result["weights_version"] == 20 and result["timesteps_total"] >= 20 * 400
     )  # 512 per update, less the reset steps
     assert 0.5 < result["learner/rho_mean"] < 2.0
+    assert result["timers/wait_s"] > 0 and result["timers/sample_s"] == 0  # the learner waits for workers
+
+
+def test_in_process_impala_books_its_sampling_as_sampling():
+    """Without workers the learner samples itself: the time breakdown and the bottleneck advice must see it
+    (it was booked as "wait", which the summary did not show)."""
+    algo = IMPALAConfig().environment("CartPole-v1").debugging(seed=0).build()
+    try:
+        result = [algo.train() for _ in range(3)][-1]
+    finally:
+        algo.stop()
+    assert result["timers/sample_s"] > 0 and result["timers/wait_s"] == 0

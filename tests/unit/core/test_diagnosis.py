@@ -8,6 +8,7 @@ import dataclasses
 import pytest
 
 from relayrl.algorithms.dqn import DQNConfig
+from relayrl.algorithms.impala import IMPALAConfig
 from relayrl.algorithms.ppo import PPOConfig
 from relayrl.algorithms.qlearning import QLearningConfig
 from relayrl.core.metrics import GPU_MIN_PARAMS, RunFacts, diagnose
@@ -67,6 +68,16 @@ def test_sampling_bound_names_envs_and_workers():
     assert "`--set num_envs_per_worker=4`" in line and "`--set num_rollout_workers=2`" in line
     assert "relayrl scale" in line
     assert "relayrl scale" not in diagnose(facts(config, shares), syntax="python")
+
+
+def test_a_learner_waiting_for_workers_is_sampling_bound():
+    """IMPALA's and Ape-X's learner books its idle time as "wait": the workers are what is slow."""
+    config = IMPALAConfig().rollouts(num_envs_per_worker=8, num_rollout_workers=2)
+    line = diagnose(facts(config, {"sample": 0.0, "learn": 0.3, "sync": 0.02, "wait": 0.68}))
+    assert line.startswith("sampling-bound: 68% of time in sampling (68% waiting for workers); try ")
+    assert "`--set num_envs_per_worker=16`" in line and "`--set num_rollout_workers=3`" in line
+    balanced = diagnose(facts(config, {"sample": 0.0, "learn": 0.5, "sync": 0.02, "wait": 0.48}))
+    assert balanced == "balanced: sampling 48% (48% waiting for workers), learning 50%, weight sync 2%"
 
 
 def test_sync_bound_only_with_remote_workers():

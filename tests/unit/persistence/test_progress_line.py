@@ -63,3 +63,9 @@ def test_evaluation_reward_is_shown_and_kept_between_evaluations():
 
 def test_clock():
     assert clock(5) == "0:05" and clock(125) == "2:05" and clock(3723) == "1:02:03" and clock(-3) == "0:00"
+
+
+def test_a_learner_that_waits_for_workers_shows_its_wait():
+    waiting = result(1, **{"timers/sample_s": 0.0, "timers/wait_s": 1.4})
+    assert "sample=0% learn=25% sync=5% wait=70%" in Progress(enabled=False).line(waiting)
+    assert "wait" not in Progress(enabled=False).line(result(1))  # algorithms without it: three phases
