@@ -30,10 +30,9 @@ sys.path.insert(0, os.path.join(HERE, "anchors"))
 import mujoco_report  # noqa: E402  (issue 17's MuJoCo workloads: W10-<Env>, W11-<Env>, W12-<Env>)
 from common import read_curve  # noqa: E402
 
-RUNNERS = {
-    lib: os.path.join(HERE, "anchors", f"{lib}_runner.py") for lib in ("relayrl", "sb3", "rllib", "cleanrl")
-}
-INCUMBENTS = ("sb3", "rllib", "cleanrl")
+LIBRARIES = ("relayrl", "sb3", "rllib", "cleanrl", "tianshou")
+RUNNERS = {lib: os.path.join(HERE, "anchors", f"{lib}_runner.py") for lib in LIBRARIES}
+INCUMBENTS = LIBRARIES[1:]
 COLUMNS = [
     "library",
     "version",
@@ -147,6 +146,8 @@ METRICS = {
     ],
     **mujoco_report.METRICS,  # "best_within_noise": mujoco_report.within_noise_best
 }
+# Tianshou is issue 17's MuJoCo reference only (its own venv: anchors/setup_tianshou.sh)
+NOT_APPLICABLE |= {(w, "tianshou") for w in METRICS if w not in mujoco_report.WORKLOADS}
 
 
 # ----------------------------------------------------------------------------------------------- running
@@ -389,11 +390,7 @@ def _fmt(x: float | None, column: str) -> str:
 
 
 def table(summary: dict) -> str:
-    libs_present = [
-        lib
-        for lib in ("relayrl", "gymnasium", "sb3", "rllib", "cleanrl")
-        if any(k[1] == lib for k in summary)
-    ]
+    libs_present = [lib for lib in ("relayrl", "gymnasium", *INCUMBENTS) if any(k[1] == lib for k in summary)]
     head = ["workload", "metric"] + libs_present + ["relayrl / best incumbent", "target", "verdict"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for workload, metrics in METRICS.items():
@@ -452,6 +449,7 @@ COLORS = {
     "sb3": "tab:blue",
     "rllib": "tab:green",
     "cleanrl": "tab:purple",
+    "tianshou": "tab:orange",
     "gymnasium": "tab:gray",
 }
 

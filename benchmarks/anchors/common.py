@@ -486,11 +486,11 @@ def cli(
     print(json.dumps(result), flush=True)
 
 
-def anchor_version(module: str) -> str:
-    """A package's version inside the anchors venv, without importing it here."""
+def anchor_version(module: str, python: str = ANCHOR_PYTHON) -> str:
+    """A package's version inside the anchors venv (or `python`'s), without importing it here."""
     try:
         out = subprocess.run(
-            [ANCHOR_PYTHON, "-c", f"import importlib.metadata as m; print(m.version('{module}'))"],
+            [python, "-c", f"import importlib.metadata as m; print(m.version('{module}'))"],
             capture_output=True,
             text=True,
             timeout=60,

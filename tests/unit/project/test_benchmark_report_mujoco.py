@@ -48,10 +48,24 @@ def test_the_nine_workloads_and_their_group_ids(run_py):
         f"W12-{e}": 4096 for e in ("HalfCheetah", "Hopper", "Walker2d")
     }
     assert run_py.DEFAULT_CAP["W10-Hopper"] == 300_000 and run_py.DEFAULT_CAP["W12-Walker2d"] == 1_000_000
-    assert ("W10-Hopper", "rllib") in run_py.NOT_APPLICABLE and (
-        "W10-Hopper",
-        "sb3",
-    ) not in run_py.NOT_APPLICABLE
+    assert ("W10-Hopper", "rllib") in run_py.NOT_APPLICABLE
+    assert ("W10-Hopper", "sb3") not in run_py.NOT_APPLICABLE
+    # Tianshou: the MuJoCo reference, and only that
+    assert ("W10-Hopper", "tianshou") not in run_py.NOT_APPLICABLE and "tianshou" in run_py.INCUMBENTS
+    assert {("W1", "tianshou"), ("W8", "tianshou")} <= run_py.NOT_APPLICABLE
+
+
+def test_the_best_incumbent_may_be_tianshou(run_py, tmp_path):
+    rows = [
+        row("relayrl", "W10-HalfCheetah", s, final_return=v, wall_s=600) for s, v in enumerate([5000, 5400])
+    ]
+    rows += [row("sb3", "W10-HalfCheetah", 0, final_return=4000, wall_s=3000)]
+    rows += [row("tianshou", "W10-HalfCheetah", 0, final_return=6000, wall_s=2500)]
+    lines = table_lines(run_py, tmp_path / "a.csv", rows)
+    ret = lines[("W10-HalfCheetah", run_py.METRICS["W10-HalfCheetah"][0][2])]
+    assert "vs tianshou" in ret and "MISS" in ret  # -800 against relayrl's seed SD of 283
+    wall = lines[("W10-HalfCheetah", run_py.METRICS["W10-HalfCheetah"][1][2])]
+    assert "0.24x" in wall and "PASS" in wall  # 600 s against the faster incumbent's 2,500
 
 
 @pytest.mark.parametrize(
