@@ -18,7 +18,10 @@ One keep-alive connection per client; use one client per thread.
 The server going away is survived: a refused, reset or closed connection (a restart, the server
 closing an idle connection or stopping in the middle of a reply, a full server's 503 with Retry-After)
 is retried on a fresh connection, with backoff from 50 ms to 1 s, for up to `reconnect_s` seconds;
-after that PolicyServerUnavailable (a ConnectionError) is raised. A restarted server does not know the
+after that PolicyServerUnavailable (a ConnectionError) is raised. A retry is safe where the first try did
+reach the server and only its reply was lost: each request of an episode carries its number, and the
+server answers a repeated number as the first time, without a second action or a second reward. A
+restarted server does not know the
 episodes started before: a request for one raises EpisodeLostError (as does one for an episode the
 server evicted or expired), and the simulator starts a new episode with the same client. Episodes are
 never restarted silently: the simulator's own state would no longer match the episode the server records.
@@ -31,6 +34,7 @@ import json
 import math
 import os
 import time
+import uuid
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -38,6 +42,7 @@ import numpy as np
 
 TOKEN_ENV = "RELAYRL_SERVER_TOKEN"
 SERVER_ID_HEADER = "X-Relayrl-Server"  # a new value for every server start
+START_SEQ_FLOOR = 2**52  # a start's random number lies in [2^52, 2^53): no episode counts that far
 BACKOFF_S = (0.05, 1.0)  # first and longest wait between reconnect attempts
 
 
@@ -88,31 +93,40 @@ class PolicyClient:
         self.batch_rewards = batch_rewards
         self._unsent: dict[str, float] = {}
         self._episodes: dict[str, str | None] = {}  # open episode id -> id of the server it was started on
+        self._seq: dict[str, int] = {}  # open episode id -> the number its next request carries
         self.server_id: str | None = None  # of the server that answered last
         self._conn: http.client.HTTPConnection | None = None
 
     # ------------------------------------------------------------------ the RLlib-shaped API
+    # Every request of an episode carries its number (`seq`), and a retry repeats it: a request whose reply
+    # was lost is answered again by the server, not applied twice (an action computed twice, a reward
+    # counted twice). The id is chosen here for the same reason: a retried start names the same episode.
+    # The start's number is drawn at random (above any count of requests), so that starting an open id
+    # again is still refused, while a retry of the same start is not.
     def start_episode(self, episode_id: str | None = None) -> str:
-        episode_id = self._post("/start_episode", {"episode_id": episode_id})["episode_id"]
-        self._episodes[episode_id] = self.server_id
+        episode_id = episode_id if episode_id is not None else uuid.uuid4().hex
+        start = START_SEQ_FLOOR + uuid.uuid4().int % START_SEQ_FLOOR
+        episode_id = self._post("/start_episode", {"episode_id": episode_id, "seq": start})["episode_id"]
+        self._episodes[episode_id], self._seq[episode_id] = self.server_id, 1
         return episode_id
 
     def get_action(self, episode_id: str, observation: Any) -> Any:
         body = {"episode_id": episode_id, "observation": observation}
         self._attach_reward(episode_id, body)
-        return self._post("/get_action", body)["action"]
+        return self._post("/get_action", self._numbered(body))["action"]
 
     def log_returns(self, episode_id: str, reward: float) -> None:
         if self.batch_rewards:
             self._unsent[episode_id] = self._unsent.get(episode_id, 0.0) + float(reward)
         else:
-            self._post("/log_returns", {"episode_id": episode_id, "reward": float(reward)})
+            self._post("/log_returns", self._numbered({"episode_id": episode_id, "reward": float(reward)}))
 
     def end_episode(self, episode_id: str, observation: Any, truncated: bool = False) -> None:
         body = {"episode_id": episode_id, "observation": observation, "truncated": bool(truncated)}
         self._attach_reward(episode_id, body)
-        self._post("/end_episode", body)
+        self._post("/end_episode", self._numbered(body))
         self._episodes.pop(episode_id, None)
+        self._seq.pop(episode_id, None)
 
     def status(self) -> dict:
         return self._request("GET", "/status", None)
@@ -123,6 +137,14 @@ class PolicyClient:
             self._conn = None
 
     # ------------------------------------------------------------------ plumbing
+    def _numbered(self, body: dict) -> dict:
+        """`body` with its episode's next request number (none for an episode this client did not start)."""
+        episode_id = body["episode_id"]
+        if episode_id in self._seq:
+            body["seq"] = self._seq[episode_id]
+            self._seq[episode_id] += 1
+        return body
+
     def _attach_reward(self, episode_id: str, body: dict) -> None:
         if episode_id in self._unsent:
             body["reward"] = self._unsent.pop(episode_id)
@@ -136,6 +158,7 @@ class PolicyClient:
                 raise
             started_on = self._episodes.pop(episode_id)
             self._unsent.pop(episode_id, None)
+            self._seq.pop(episode_id, None)
             if exc.status == 404 and started_on is not None and started_on != self.server_id:
                 raise EpisodeLostError(
                     404,

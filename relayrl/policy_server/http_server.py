@@ -1,17 +1,19 @@
 """HTTP front of the policy server: stdlib ThreadingHTTPServer, JSON POSTs, keep-alive connections.
 
-    POST /start_episode {"episode_id"?}                                  -> {"episode_id"}
-    POST /get_action    {"episode_id", "observation", "reward"?}         -> {"action"}
-    POST /log_returns   {"episode_id", "reward"}                         -> {}
-    POST /end_episode   {"episode_id", "observation", "truncated"?, "reward"?} -> {}
-    GET  /status                                                         -> training and server counters
+    POST /start_episode {"episode_id"?, "seq"?}                                    -> {"episode_id"}
+    POST /get_action    {"episode_id", "observation", "reward"?, "seq"?}           -> {"action"}
+    POST /log_returns   {"episode_id", "reward", "seq"?}                           -> {}
+    POST /end_episode   {"episode_id", "observation", "truncated"?, "reward"?, "seq"?} -> {}
+    GET  /status        -> training and server counters
 
-`reward` on /get_action and /end_episode is the reward since the previous action (what /log_returns
-would have sent; the client batches it to halve the round trips). Every failure is a JSON
-{"error": message} with a 4xx status (5xx only for the server's own faults, and 503 when full or
-stopping); no request can stop the server. With a token, every request needs
-`Authorization: Bearer <token>`. Every reply carries `X-Relayrl-Server: <id>`, new for each server
-start, so a client can tell that episodes it started are gone.
+`reward` on /get_action and /end_episode is the reward since the previous action (what /log_returns would
+have sent; the client batches it to halve the round trips). `seq` numbers an episode's requests (its
+start: a number the client draws; then 1, 2, ...): a request repeated with the last answered `seq` (a
+retry after a lost reply) is answered as the first time and not applied twice (episode_requests.py).
+Every failure is a JSON {"error": message} with a 4xx status (5xx only for the server's own faults, and
+503 when full or stopping); no request can stop the server. With a token, every request needs
+`Authorization: Bearer <token>`. Every reply carries `X-Relayrl-Server: <id>`, new for each server start,
+so a client can tell that episodes it started are gone.
 
 One thread per connection, at most `max_connections` of them: a connection over the cap is answered
 503 (Retry-After: 1) and closed at once, without a thread. Each request must arrive whole (request
@@ -124,20 +126,22 @@ class PolicyServer:
     # ------------------------------------------------------------------ routes: validated body -> reply
     def _start_episode(self, body: dict) -> dict:
         requested = wire.episode_id(body) if body.get("episode_id") is not None else None
-        return {"episode_id": self.episodes.start_episode(requested)}
+        return {"episode_id": self.episodes.start_episode(requested, wire.sequence(body))}
 
     def _get_action(self, body: dict) -> dict:
         eid, x = wire.episode_id(body), self.codec.observation(wire.field(body, "observation"))
-        reward = _optional_reward(body)
-        return {"action": self.codec.action(self.episodes.get_action(eid, x, reward))}
+        reward, seq = _optional_reward(body), wire.sequence(body)
+        return {"action": self.codec.action(self.episodes.get_action(eid, x, reward, seq))}
 
     def _log_returns(self, body: dict) -> dict:
-        self.episodes.log_returns(wire.episode_id(body), wire.reward(wire.field(body, "reward")))
+        reward = wire.reward(wire.field(body, "reward"))
+        self.episodes.log_returns(wire.episode_id(body), reward, wire.sequence(body))
         return {}
 
     def _end_episode(self, body: dict) -> dict:
         eid, x = wire.episode_id(body), self.codec.observation(wire.field(body, "observation"))
-        self.episodes.end_episode(eid, x, wire.flag(body, "truncated"), _optional_reward(body))
+        truncated, reward, seq = wire.flag(body, "truncated"), _optional_reward(body), wire.sequence(body)
+        self.episodes.end_episode(eid, x, truncated, reward, seq)
         return {}
 
 

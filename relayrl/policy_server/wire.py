@@ -26,6 +26,7 @@ from relayrl.models.networks import ModelSpec, preprocess_obs
 
 MAX_ID_LEN = 128
 F32_MAX = float(np.finfo(np.float32).max)  # observations and rewards are float32 in the model
+MAX_SEQ = 2**53  # a request number JSON carries exactly in every client's floats
 MAX_INT_DIGITS = 40  # float32's max has 39 digits: longer integers are out of range whatever they are
 
 
@@ -85,6 +86,16 @@ def episode_id(body: dict) -> str:
             400,
             f"episode_id must be a non-empty string of at most {MAX_ID_LEN} characters, got {_short(value)}",
         )
+    return value
+
+
+def sequence(body: dict) -> int | None:
+    """The optional `seq`: the client's number for this request within its episode (retries repeat it)."""
+    value = body.get("seq")
+    if value is None:
+        return None
+    if type(value) is not int or not 0 <= value <= MAX_SEQ:
+        raise RequestError(400, f"seq must be an integer from 0 to {MAX_SEQ}, got {_short(value)}")
     return value
 
 

@@ -446,6 +446,63 @@ def test_a_reply_cut_off_by_the_server_going_away_is_retried_like_a_dropped_conn
         listener.close()
 
 
+def test_a_reply_lost_on_the_way_back_is_not_applied_twice():
+    """A proxy forwards every request to a real server, but loses the reply to the 3rd /get_action (the
+    server did answer it). The client's retry gets the same action back, and the server records each step
+    and reward once: 6 actions make 6 steps (not 7), and the episode's return is 6."""
+    served = serve(cartpole(train_batch_size=10_000))
+    listener = socket.create_server(("127.0.0.1", 0))
+    lost, seen = [], {"get_action": 0}
+
+    def relay(conn: socket.socket) -> None:
+        upstream = http.client.HTTPConnection(served.server.host, served.server.port, timeout=10)
+        with conn, conn.makefile("rb") as reader:
+            while line := reader.readline():
+                method, path, _ = line.decode().split(" ", 2)
+                headers = {}
+                while (header := reader.readline()) not in (b"\r\n", b""):
+                    name, value = header.decode().split(":", 1)
+                    headers[name.strip()] = value.strip()
+                body = reader.read(int(headers.get("Content-Length", 0)))
+                upstream.request(method, path, body=body, headers=headers)
+                reply = upstream.getresponse()
+                payload = reply.read()
+                if path == "/get_action":
+                    seen["get_action"] += 1
+                    if seen["get_action"] == 3:
+                        lost.append(json.loads(payload)["action"])
+                        return  # the server answered; the client never hears it
+                conn.sendall(
+                    b"HTTP/1.1 %d OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+                    % (reply.status, len(payload), payload)
+                )
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=relay, args=(conn,), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    client = PolicyClient(f"http://127.0.0.1:{listener.getsockname()[1]}", reconnect_s=5)
+    try:
+        eid, actions = client.start_episode(), []
+        for t in range(6):
+            actions.append(client.get_action(eid, [0.01 * t, 0.0, 0.0, 0.0]))
+            client.log_returns(eid, 1.0)
+        client.end_episode(eid, [0.0] * 4)
+        assert seen["get_action"] == 7 and lost == [actions[2]]  # the retry got the lost answer
+        status = served.server.status()
+        assert status["complete_steps_waiting"] == 6
+        assert [ep.ep_return for ep in served.episodes._finished] == [6.0]
+    finally:
+        client.close()
+        listener.close()
+        served.stop()
+
+
 def ipv6_loopback_available() -> bool:
     try:
         with socket.socket(socket.AF_INET6) as sock:

@@ -70,6 +70,24 @@ def post(served, path, obj):
             400,
             "episode_id must be a non-empty string",
         ),
+        (
+            "POST",
+            "/get_action",
+            b'{"episode_id": "nope", "observation": [0, 0, 0, 0], "seq": -1}',
+            None,
+            400,
+            "seq must be an integer from 0 to 9007199254740992, got -1",
+        ),
+        (
+            "POST",
+            "/log_returns",
+            b'{"episode_id": "nope", "reward": 1, "seq": true}',
+            None,
+            400,
+            "seq must be an integer from 0 to 9007199254740992, got True",
+        ),
+        ("POST", "/start_episode", b'{"seq": 1.5}', None, 400, "seq must be an integer"),
+        ("POST", "/start_episode", b'{"seq": 9007199254740993}', None, 400, "seq must be an integer"),
         ("POST", "/teleport", b"{}", None, 404, "unknown path '/teleport'"),
         ("GET", "/get_action", None, None, 405, "use POST"),
         ("POST", "/start_episode", b"{}", {"Authorization": "Bearer wrong"}, 401, "missing or wrong token"),
@@ -130,6 +148,26 @@ def test_wrong_observations_and_rewards_name_the_problem(served):
     assert status == 200 and payload["action"] in (0, 1)
     assert post(served, "/end_episode", {"episode_id": eid, "observation": [0.0] * 4})[0] == 200
     assert post(served, "/get_action", {"episode_id": eid, "observation": [0.0] * 4})[0] == 404  # ended
+
+
+def test_a_repeated_request_gets_the_first_answer(served):
+    """What a client's retry sends when only the reply was lost: the same body, the same seq."""
+    start = {"episode_id": "retried", "seq": 2**52 + 7}
+    assert (
+        post(served, "/start_episode", start)
+        == post(served, "/start_episode", start)
+        == (
+            200,
+            {"episode_id": "retried"},
+        )
+    )
+    step = {"episode_id": "retried", "observation": [0.01, 0.0, -0.01, 0.0], "seq": 1}
+    first = post(served, "/get_action", step)
+    assert first[0] == 200 and all(post(served, "/get_action", step) == first for _ in range(5))
+    end = {"episode_id": "retried", "observation": [0.0] * 4, "reward": 1.0, "seq": 2}
+    assert post(served, "/end_episode", end) == post(served, "/end_episode", end) == (200, {})
+    status, payload = post(served, "/end_episode", {**end, "seq": 3})  # a new request: the episode is over
+    assert status == 404 and "unknown episode_id 'retried'" in payload["error"]
 
 
 def test_client_round_trip_and_errors(served):

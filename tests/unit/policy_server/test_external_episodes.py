@@ -144,3 +144,88 @@ def test_rewards_adding_up_past_float32_within_one_step_are_refused():
     assert info.value.status == 400
     episodes.log_returns(eid, -3e38)  # the refused reward was not added
     episodes.stop()
+
+
+def test_a_repeated_request_is_answered_again_and_applied_once():
+    """A client that lost a reply sends the same request again (the same seq): the same action, no second
+    step, no second reward. The fragment equals the one of the episode played without repetitions."""
+    once, twice = constant_value_episodes(train_batch_size=3), constant_value_episodes(train_batch_size=3)
+    x = np.zeros(1, np.float32)
+    for episodes, repeat in ((once, False), (twice, True)):
+        eid = episodes.start_episode("e", seq=2**52 + 5)
+        if repeat:
+            assert episodes.start_episode("e", seq=2**52 + 5) == "e"  # a retried start
+        for t in range(4):
+            reward = 1.0 if t > 0 else None
+            action = episodes.get_action(eid, x + t, reward=reward, seq=t + 1)
+            if repeat:
+                assert episodes.get_action(eid, x + t, reward=reward, seq=t + 1) == action
+        episodes.end_episode(eid, x + 4, reward=1.0, seq=5)
+        if repeat:
+            episodes.end_episode(eid, x + 4, reward=1.0, seq=5)  # answered from the ended episode's seq
+            with pytest.raises(RequestError, match="unknown episode_id 'e'"):
+                episodes.end_episode(eid, x + 4, seq=6)  # a new request for an ended episode: 404
+    [a], [b] = once.sample(), twice.sample()
+    assert a.env_steps == b.env_steps == 4 and a.episode_returns.tolist() == b.episode_returns.tolist() == [
+        4.0
+    ]
+    for key in a.data:
+        np.testing.assert_array_equal(a.data[key], b.data[key])
+    with pytest.raises(RequestError, match="already open") as info:  # another start of an open id
+        twice.start_episode("f", seq=2**52 + 1)
+        twice.start_episode("f", seq=2**52 + 2)
+    assert info.value.status == 409
+    once.stop()
+    twice.stop()
+
+
+def test_a_repetition_of_a_request_in_progress_waits_for_its_answer():
+    episodes = constant_value_episodes(train_batch_size=100)
+    compute, calls = episodes.batcher.compute, []
+
+    def slow_compute(x):  # the first try is still being answered when its repetition arrives
+        calls.append(x)
+        time.sleep(0.3)
+        return compute(x)
+
+    episodes.batcher.compute = slow_compute
+    eid = episodes.start_episode("e", seq=2**52)
+    x = np.zeros(1, np.float32)
+    first: list = []
+    thread = threading.Thread(target=lambda: first.append(episodes.get_action(eid, x, seq=1)))
+    thread.start()
+    time.sleep(0.1)
+    again = episodes.get_action(eid, x, seq=1)
+    thread.join()
+    assert len(calls) == 1 and again == first[0]
+    with pytest.raises(RequestError, match="has a request in progress") as info:  # (no seq: as before)
+        thread = threading.Thread(target=lambda: episodes.get_action(eid, x, seq=2))
+        thread.start()
+        time.sleep(0.1)
+        try:
+            episodes.get_action(eid, x)
+        finally:
+            thread.join()
+    assert info.value.status == 409
+    episodes.stop()
+
+
+def test_a_failed_first_try_is_answered_anew_and_its_reward_counted_once():
+    episodes = constant_value_episodes(train_batch_size=100)
+    eid = episodes.start_episode("e", seq=2**52)
+    x = np.zeros(1, np.float32)
+    episodes.get_action(eid, x, seq=1)
+    compute = episodes.batcher.compute
+
+    def failing(_x):
+        raise RuntimeError("inference failed")
+
+    episodes.batcher.compute = failing
+    with pytest.raises(RuntimeError):
+        episodes.get_action(eid, x + 1, reward=2.5, seq=2)  # the reward was added, the action not computed
+    episodes.batcher.compute = compute
+    episodes.get_action(eid, x + 1, reward=2.5, seq=2)  # the client's retry
+    episodes.end_episode(eid, x + 2, reward=1.0, seq=3)
+    assert episodes.status()["complete_steps_waiting"] == 2
+    assert [ep.ep_return for ep in episodes._finished] == [3.5]
+    episodes.stop()
