@@ -28,7 +28,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "anchors"))
 import mujoco_report  # noqa: E402  (issue 17's MuJoCo workloads: W10-<Env>, W11-<Env>, W12-<Env>)
-from common import read_curve  # noqa: E402
+from common import CURVES_DIR_ENV, read_curve  # noqa: E402
 
 LIBRARIES = ("relayrl", "sb3", "rllib", "cleanrl", "tianshou")
 RUNNERS = {lib: os.path.join(HERE, "anchors", f"{lib}_runner.py") for lib in LIBRARIES}
@@ -159,7 +159,10 @@ def timeout_s(workload: str, cap: int | None) -> float:
     return max(300.0, base * cap / DEFAULT_CAP[workload])
 
 
-def run_one(lib: str, workload: str, seed: int, variant: str, cap: int | None = None) -> dict:
+def run_one(
+    lib: str, workload: str, seed: int, variant: str, cap: int | None = None, curves_dir: str | None = None
+) -> dict:
+    """One run in a fresh process; its curve file goes to curves_dir (default: benchmarks/results/curves)."""
     limit = timeout_s(workload, cap)
     cmd = [
         sys.executable,
@@ -173,7 +176,8 @@ def run_one(lib: str, workload: str, seed: int, variant: str, cap: int | None = 
         "--timeout",
         str(limit),
     ] + (["--cap", str(cap)] if cap is not None else [])
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 120)
+    env = dict(os.environ, **({CURVES_DIR_ENV: os.path.abspath(curves_dir)} if curves_dir else {}))
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=limit + 120, env=env)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         return {
@@ -219,6 +223,7 @@ def run_all(
     log_path: str,
     caps: dict[str, int] | None = None,
     only_variants: set[str] | None = None,
+    curves_dir: str | None = None,
 ) -> None:
     with open(log_path, "a") as log:
         for workload in workloads:
@@ -231,7 +236,7 @@ def run_all(
                     for variant in VARIANTS.get((workload, lib), [""]):
                         if only_variants is not None and (variant or DEFAULT_VARIANT) not in only_variants:
                             continue
-                        row = run_one(lib, workload, seed, variant, (caps or {}).get(workload))
+                        row = run_one(lib, workload, seed, variant, (caps or {}).get(workload), curves_dir)
                         append_csv(csv_path, row)
                         t = row.get("time_to_solve_s") or row.get("first_iter_s")
                         print(
@@ -587,7 +592,7 @@ def report(csv_path: str, out_dir: str) -> str:
     os.makedirs(out_dir, exist_ok=True)
     with open(os.path.join(out_dir, "table.md"), "w") as f:
         f.write(md)
-    base_dir = HERE  # curve_file paths are relative to benchmarks/ (anchors/common.py writes them there)
+    base_dir = HERE  # a curve_file is relative to benchmarks/ or absolute (anchors/common.py writes it)
     for path in charts(summary, rows, out_dir, base_dir):
         print(f"wrote {path}")
     return md
@@ -652,7 +657,9 @@ def main() -> None:
         sys.exit(f"run.py: --variants {args.variants!r}: allowed: comma-separated from {sorted(known)}")
     os.makedirs(args.out, exist_ok=True)
     log = os.path.join(args.out, "run_log.txt")
-    run_all(workloads, libs, args.seeds, args.first_seed, args.csv, log, caps, only)
+    # the curves go beside the table: a trial run with --out elsewhere leaves benchmarks/results alone
+    curves = os.path.join(args.out, "curves")
+    run_all(workloads, libs, args.seeds, args.first_seed, args.csv, log, caps, only, curves)
     print(report(args.csv, args.out))
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 HERE = os.path.dirname(os.path.abspath(__file__))
 ANCHOR_PYTHON = os.path.join(HERE, ".venv", "bin", "python")
 RESULTS_DIR = os.path.join(os.path.dirname(HERE), "results")
+CURVES_DIR_ENV = "RELAYRL_BENCH_CURVES_DIR"  # run.py names its --out/curves here for the runners it starts
 REPLAY_MEMORY_SCRIPT = os.path.join(os.path.dirname(HERE), "replay_memory.py")
 PREFIX = "BENCH "
 
@@ -385,9 +386,10 @@ class _EpisodeWindow:
 def finish(run: Run, workload: Workload, wall: float, load_before: float) -> dict:
     curve_file = ""
     if run.curve:
-        os.makedirs(os.path.join(RESULTS_DIR, "curves"), exist_ok=True)
+        curves_dir = os.environ.get(CURVES_DIR_ENV) or os.path.join(RESULTS_DIR, "curves")
+        os.makedirs(curves_dir, exist_ok=True)
         tag = f"{run.workload}_{run.library}{'_' + run.variant if run.variant else ''}_s{run.seed}"
-        curve_file = os.path.join(RESULTS_DIR, "curves", f"{tag}.json")
+        curve_file = os.path.join(curves_dir, f"{tag}.json")
         with open(curve_file, "w") as f:
             json.dump({"curve": run.curve, "updates": run.updates}, f)
     last = run.curve[-1] if run.curve else [None, run.extra.get("env_steps"), None]
@@ -409,7 +411,7 @@ def finish(run: Run, workload: Workload, wall: float, load_before: float) -> dic
         "wall_s": round(wall, 3),
         "load1_before": round(load_before, 2),
         "load1_after": round(os.getloadavg()[0], 2),
-        "curve_file": os.path.relpath(curve_file, os.path.dirname(RESULTS_DIR)) if curve_file else "",
+        "curve_file": _curve_reference(curve_file),
         "error": run.error,
         "cap": workload.cap,
     }
@@ -419,6 +421,16 @@ def finish(run: Run, workload: Workload, wall: float, load_before: float) -> dic
     if run.extra.get("library"):  # W3: the raw env rows are gymnasium's, run from relayrl's runner
         out["library"] = run.extra["library"]
     return out
+
+
+def _curve_reference(path: str) -> str:
+    """How a CSV row names its curve file: relative to benchmarks/ when it lies there (committed results
+    stay valid in any checkout), else absolute (read_curve's os.path.join keeps an absolute path)."""
+    if not path:
+        return ""
+    benchmarks_dir = os.path.dirname(RESULTS_DIR)
+    relative = os.path.relpath(os.path.abspath(path), benchmarks_dir)
+    return os.path.abspath(path) if relative.startswith("..") else relative
 
 
 def read_curve(base_dir: str, row: dict) -> list[list[float]]:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import importlib.util
 import math
+import os
+import sys
 
 import pytest
 
@@ -103,3 +105,17 @@ def test_miss_when_slower_than_half(run_py, tmp_path):
     md = run_py.table(run_py.summarise(run_py.read_csv(path)))
     w1 = next(ln for ln in md.splitlines() if ln.startswith("| W1 | time"))
     assert "0.67x" in w1 and "MISS" in w1
+
+
+def test_a_trial_run_writes_its_curves_under_its_own_out_dir(run_py, tmp_path, monkeypatch):
+    """run.py --out elsewhere: the runner's curve file goes there (named by an absolute path the report
+    reads), not into the committed benchmarks/results/curves."""
+    common = sys.modules["common"]
+    monkeypatch.setenv(common.CURVES_DIR_ENV, str(tmp_path / "curves"))
+    run = common.Run("relayrl", "0", "W1", seed=7, curve=[[1.0, 100, 20.0], [2.0, 200, 40.0]])
+    out = common.finish(run, common.WORKLOADS["W1"], wall=2.0, load_before=0.0)
+    assert out["curve_file"] == str(tmp_path / "curves" / "W1_relayrl_s7.json")
+    assert run_py.read_curve(run_py.HERE, out) == [[1.0, 100, 20.0], [2.0, 200, 40.0]]
+    assert not (ROOT / "benchmarks" / "results" / "curves" / "W1_relayrl_s7.json").exists()
+    committed = ROOT / "benchmarks" / "results" / "curves" / "x.json"
+    assert common._curve_reference(str(committed)) == os.path.join("results", "curves", "x.json")
