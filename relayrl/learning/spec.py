@@ -32,8 +32,8 @@ class LearnerSpec:
 
     minibatch_size None: one step on the whole batch, whatever its size (A2C). row_output names a per-row
     loss output (e.g. DQN's TD errors, for replay priorities) returned as `last_rows` after each update.
-    batch_fn prepares a batch where the learner's network is (IMPALA's V-trace). jit_compile: XLA, ~3x
-    cheaper steps on small nets, ~1 s more to compile."""
+    batch_fn prepares a batch where the learner's network is (IMPALA's V-trace). jit_compile: XLA; no
+    algorithm turns it on: on these CPUs it made the Atari PPO update 40-60x slower (docs/benchmarks.md)."""
 
     loss_fn: LossFn
     metric_names: tuple[str, ...]
