@@ -428,14 +428,14 @@ def _curve_reference(path: str) -> str:
     stay valid in any checkout), else absolute (read_curve's os.path.join keeps an absolute path)."""
     if not path:
         return ""
-    benchmarks_dir = os.path.dirname(RESULTS_DIR)
-    relative = os.path.relpath(os.path.abspath(path), benchmarks_dir)
-    return os.path.abspath(path) if relative.startswith("..") else relative
+    path = os.path.abspath(path)
+    relative = os.path.relpath(path, os.path.dirname(RESULTS_DIR))
+    return path if relative.startswith("..") else relative
 
 
 def read_curve(base_dir: str, row: dict) -> list[list[float]]:
-    """The points with a return of a CSV row's curve file (written by finish(), its path relative to
-    base_dir); [] when the row has none or the file is gone."""
+    """The points with a return of a CSV row's curve file (written by finish(); its path is relative to
+    base_dir, or absolute); [] when the row has none or the file is gone."""
     path = os.path.join(base_dir, row.get("curve_file") or "")
     if not row.get("curve_file") or not os.path.exists(path):
         return []
