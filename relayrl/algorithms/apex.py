@@ -1,5 +1,6 @@
 """Ape-X DQN (Horgan et al. 2018, arXiv:1803.00933): many workers, each acting with its own epsilon
-(eps_i = eps^(1 + alpha * i / (N - 1))), computing initial priorities and writing straight into sharded
+(eps_i = eps^(1 + alpha * i / (N - 1)), reached after a linear warm-up from exploration_initial_eps over
+exploration_timesteps env steps), computing initial priorities and writing straight into sharded
 prioritised replay; a learner that never waits for workers (it only samples replay), sends priorities back
 asynchronously and publishes weights that workers pull every K fragments. Same loss as DQN."""
 
@@ -27,6 +28,12 @@ class ApeXConfig(DQNConfig):
     prioritized_replay: bool = knob(True, "training", C.boolean(), "proportional prioritised replay")
     apex_epsilon: float = knob(0.4, "training", C.number(0, 1), "base epsilon of the per-worker schedule")
     apex_alpha: float = knob(7.0, "training", C.number(0), "spread of the per-worker epsilons")
+    exploration_final_eps: float = knob(
+        0.02,
+        "training",
+        C.number(0, 1),
+        "unused and only 0.02 allowed: each worker's warm-up ends at its own eps_i",
+    )
     num_replay_shards: int = knob(
         2, "training", C.integer(1), "replay shard actors (at most num_rollout_workers: each feeds one)"
     )
@@ -46,8 +53,27 @@ class ApeXConfig(DQNConfig):
         "learner iterations between snapshots of the replay shards (a dead shard restarts from its snapshot)",
     )
 
+    def worker_epsilon(self, i: int, timesteps: int) -> float:
+        """Worker i's (0-based) epsilon after `timesteps` env steps: exploration_initial_eps falling linearly
+        to the worker's own eps_i over the first exploration_timesteps. Without the warm-up the first rows
+        came from near-greedy untrained networks, and tuned CartPole runs stalled near 200 for 100k+ steps."""
+        spread = Exploration(
+            self.apex_epsilon, epsilon_alpha=self.apex_alpha, num_workers=self.num_rollout_workers
+        )
+        own = spread.for_worker(i + 1).epsilon
+        return piecewise_linear(
+            [[0, self.exploration_initial_eps], [self.exploration_timesteps, own]], timesteps
+        )
+
     def validate(self) -> None:
         super().validate()
+        default_final = DQNConfig.exploration_final_eps
+        if self.exploration_final_eps != default_final:  # each worker ends its warm-up at its own eps_i
+            raise ValueError(
+                f"ApeXConfig.exploration_final_eps = {self.exploration_final_eps!r} is invalid: allowed: "
+                f"{default_final} (unused: Ape-X worker i ends its warm-up at its own epsilon, "
+                f"apex_epsilon ** (1 + apex_alpha * i / (N - 1)))"
+            )
         if self.replay_backend != "memory":
             raise ValueError(
                 f"ApeXConfig.replay_backend = {self.replay_backend!r} is invalid: allowed: 'memory' "
@@ -95,7 +121,10 @@ class ApeX(DQN):
         self._attach(range(len(self.workers.actors)))
         self.replay.on_restore = self._reattach
         self.sampling = AsyncSampling(
-            self.workers.actors, restart=self._restart_worker, timeout_s=c.sample_timeout_s
+            self.workers.actors,
+            restart=self._restart_worker,
+            timeout_s=c.sample_timeout_s,
+            explore_for=lambda i: Exploration(epsilon=c.worker_epsilon(i, self.timesteps_total)),
         )
         self.sampling.set_weights_ref(self.workers.weights_ref, self.weights_version)
         self._updates_done = 0
@@ -129,6 +158,7 @@ class ApeX(DQN):
 
     def worker_sampling(self) -> Sampling:
         c: ApeXConfig = self.config
+        # each worker starts at its own eps_i; its first call sets the warm-up's epsilon (worker_epsilon)
         explore = Exploration(
             epsilon=c.apex_epsilon, epsilon_alpha=c.apex_alpha, num_workers=c.num_rollout_workers
         )

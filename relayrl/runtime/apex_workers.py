@@ -5,6 +5,7 @@ never waiting for them (AsyncSampling)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 import ray
@@ -13,7 +14,7 @@ from relayrl.core.saved_state import cause
 from relayrl.runtime.ray_workers import RayRolloutWorker
 from relayrl.runtime.replay_actors import ReplayCache
 from relayrl.sampling import frame_rows
-from relayrl.sampling.settings import EnvError
+from relayrl.sampling.settings import EnvError, Exploration
 
 
 def q_values(net, obs: np.ndarray, dueling: bool) -> np.ndarray:
@@ -66,7 +67,9 @@ class ReplayFeedingWorker:
         """Upload the partial block, wait for every upload; counts of rows uploaded and dropped."""
         return {"uploaded": self.cache.wait(), "dropped": self.cache.rows_dropped}
 
-    def sample_into_replay(self, weights_box: list, version: int):
+    def sample_into_replay(self, weights_box: list, version: int, explore: Exploration | None = None):
+        if explore is not None:  # this worker's epsilon now: the driver follows Ape-X's warm-up
+            self.set_explore(explore)
         if version != self.policy.version and self._since_pull >= self.pull_every:
             self.set_weights(ray.get(weights_box[0]), version)
             self._since_pull = 0
@@ -84,11 +87,18 @@ class AsyncSampling:
 
     A worker whose call fails (process killed, env raised) or runs past `timeout_s` is handed to
     `restart(index, error)`, which replaces `actors[index]` (RayWorkers' budget and backoff) and re-attaches
-    it; the new worker is relaunched at once. Without a `restart` callback failures propagate."""
+    it; the new worker is relaunched at once. Without a `restart` callback failures propagate.
+    `explore_for(index)`, when given, is the exploration each call of that worker samples with."""
 
-    def __init__(self, actors: list, restart=None, timeout_s: float | None = None):
+    def __init__(
+        self,
+        actors: list,
+        restart=None,
+        timeout_s: float | None = None,
+        explore_for: Callable[[int], Exploration] | None = None,
+    ):
         self.actors = actors  # the fleet's own list: restarts replace its entries
-        self.restart, self.timeout_s = restart, timeout_s
+        self.restart, self.timeout_s, self.explore_for = restart, timeout_s, explore_for
         self.in_flight: dict = {}  # ref -> (worker index, launch time)
         self.weights_box: list = [None]
         self.version = -1
@@ -97,7 +107,8 @@ class AsyncSampling:
         self.weights_box, self.version = [weights_ref], version
 
     def _launch(self, i: int) -> None:
-        ref = self.actors[i].sample_into_replay.remote(self.weights_box, self.version)
+        explore = None if self.explore_for is None else self.explore_for(i)
+        ref = self.actors[i].sample_into_replay.remote(self.weights_box, self.version, explore)
         self.in_flight[ref] = (i, time.monotonic())
 
     def _failed(self, i: int, error: BaseException) -> None:

@@ -17,14 +17,17 @@ cloudpickle.register_pickle_by_value(
 )  # Ray workers get the fake env by value, not by import
 
 
+def _worker_epsilons(algo) -> list[float]:
+    return ray.get([a.__ray_call__.remote(lambda self: self.policy._epsilon) for a in algo.workers.actors])
+
+
 def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
-    config = _apex_config(apex_epsilon=0.4, apex_alpha=7.0)
+    config = _apex_config(apex_epsilon=0.4, apex_alpha=7.0, exploration_timesteps=1000)
     algo = config.build()
     try:
-        epsilons = ray.get(
-            [a.__ray_call__.remote(lambda self: self.policy._epsilon) for a in algo.workers.actors]
-        )
-        np.testing.assert_allclose(sorted(epsilons, reverse=True), [0.4, 0.4**8])
+        np.testing.assert_allclose(_worker_epsilons(algo), [0.4, 0.4**8])  # built with their own epsilons
+        algo.train()  # at most 200 of the warm-up's 1,000 steps sampled: every epsilon >= 0.8
+        assert all(0.75 < eps <= 1.0 for eps in _worker_epsilons(algo))
         learned, lags = 0, []
         for _ in range(200):
             result = algo.train()
@@ -42,6 +45,13 @@ def test_apex_workers_feed_shards_and_the_learner_trains(ray_session):
         )
         assert all(t > 0 for t in totals)
         assert lags and min(lags) >= 0
+        # past the warm-up, the calls launched sample with the workers' own epsilons
+        while algo.timesteps_total < 1000:
+            algo.train()
+        _quiesce(algo)
+        algo.sampling.harvest(block=True)
+        _quiesce(algo)
+        np.testing.assert_allclose(_worker_epsilons(algo), [0.4, 0.4**8])
     finally:
         algo.stop()
 
