@@ -53,21 +53,24 @@ class ApeXConfig(DQNConfig):
         "learner iterations between snapshots of the replay shards (a dead shard restarts from its snapshot)",
     )
 
+    def epsilon_spread(self) -> Exploration:
+        """Every worker's own epsilon, eps_i = apex_epsilon^(1 + apex_alpha * i / (N - 1)): see for_worker."""
+        return Exploration(
+            epsilon=self.apex_epsilon, epsilon_alpha=self.apex_alpha, num_workers=self.num_rollout_workers
+        )
+
     def worker_epsilon(self, i: int, timesteps: int) -> float:
         """Worker i's (0-based) epsilon after `timesteps` env steps: exploration_initial_eps falling linearly
         to the worker's own eps_i over the first exploration_timesteps. Without the warm-up the first rows
         came from near-greedy untrained networks, and tuned CartPole runs stalled near 200 for 100k+ steps."""
-        spread = Exploration(
-            self.apex_epsilon, epsilon_alpha=self.apex_alpha, num_workers=self.num_rollout_workers
-        )
-        own = spread.for_worker(i + 1).epsilon
+        own = self.epsilon_spread().for_worker(i + 1).epsilon
         return piecewise_linear(
             [[0, self.exploration_initial_eps], [self.exploration_timesteps, own]], timesteps
         )
 
     def validate(self) -> None:
         super().validate()
-        default_final = DQNConfig.exploration_final_eps
+        default_final = ApeXConfig.exploration_final_eps
         if self.exploration_final_eps != default_final:  # each worker ends its warm-up at its own eps_i
             raise ValueError(
                 f"ApeXConfig.exploration_final_eps = {self.exploration_final_eps!r} is invalid: allowed: "
@@ -159,10 +162,7 @@ class ApeX(DQN):
     def worker_sampling(self) -> Sampling:
         c: ApeXConfig = self.config
         # each worker starts at its own eps_i; its first call sets the warm-up's epsilon (worker_epsilon)
-        explore = Exploration(
-            epsilon=c.apex_epsilon, epsilon_alpha=c.apex_alpha, num_workers=c.num_rollout_workers
-        )
-        return Sampling("transitions", n_step=c.n_step, explore=explore)
+        return Sampling("transitions", n_step=c.n_step, explore=c.epsilon_spread())
 
     def publish_weights(self) -> None:
         super().publish_weights()
