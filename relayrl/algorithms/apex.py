@@ -63,10 +63,7 @@ class ApeXConfig(DQNConfig):
         """Worker i's (0-based) epsilon after `timesteps` env steps: exploration_initial_eps falling linearly
         to the worker's own eps_i over the first exploration_timesteps. Without the warm-up the first rows
         came from near-greedy untrained networks, and tuned CartPole runs stalled near 200 for 100k+ steps."""
-        own = self.epsilon_spread().for_worker(i + 1).epsilon
-        return piecewise_linear(
-            [[0, self.exploration_initial_eps], [self.exploration_timesteps, own]], timesteps
-        )
+        return self.epsilon_at(timesteps, final=self.epsilon_spread().for_worker(i + 1).epsilon)
 
     def validate(self) -> None:
         super().validate()

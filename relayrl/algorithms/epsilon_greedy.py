@@ -25,8 +25,9 @@ class EpsilonGreedyConfig(Config):
     def resolved_fragment_length(self) -> int:
         return int(self.rollout_fragment_length)
 
-    def epsilon_at(self, timesteps: int) -> float:
-        return piecewise_linear(
-            [[0, self.exploration_initial_eps], [self.exploration_timesteps, self.exploration_final_eps]],
-            timesteps,
-        )
+    def epsilon_at(self, timesteps: int, final: float | None = None) -> float:
+        """Epsilon after `timesteps` env steps: exploration_initial_eps falling linearly over
+        exploration_timesteps to `final` (exploration_final_eps when None), then flat."""
+        end = self.exploration_final_eps if final is None else final
+        points = [[0, self.exploration_initial_eps], [self.exploration_timesteps, end]]
+        return piecewise_linear(points, timesteps)
