@@ -39,13 +39,16 @@ def test_text_spaces_need_a_codec():
 
 def test_ppo_learns_a_text_task_through_the_server():
     served = ServedAlgorithm(text_config(), codec=text_commands.CommandCodec()).start()
-    stop = threading.Event()
+    stop, failures = threading.Event(), []
 
     def clients():
         while not stop.is_set():
             try:
                 text_commands.run(served.url, episodes=20)
-            except (OSError, PolicyServerError):
+            except (OSError, PolicyServerError) as exc:
+                if not stop.is_set():  # mid-test: a waiting train() raises ServerStopped, not waits
+                    failures.append(exc)
+                    served.episodes.stop()
                 return
 
     thread = threading.Thread(target=clients)
@@ -71,3 +74,4 @@ def test_ppo_learns_a_text_task_through_the_server():
         stop.set()
         served.stop()
         thread.join(timeout=30)
+        assert not failures, f"the client thread failed: {failures[0]!r}"
