@@ -332,6 +332,8 @@ def verdict(target, relayrl_value: float, variant: str, best, ref) -> tuple[str,
     if target is None:
         return ratio_txt, "-", "-"
     kind, value = target
+    if kind in ("ratio_max", "ratio_min") and best is None:  # no incumbent run (or none with a finite figure)
+        return ratio_txt, f"{'<=' if kind == 'ratio_max' else '>='} {value}x best", "- (no incumbent figure)"
     if kind == "ratio_max":
         ok = ratio is not None and ratio <= value
         return ratio_txt, f"<= {value}x best", "PASS" if ok else "MISS"
