@@ -332,14 +332,13 @@ def verdict(target, relayrl_value: float, variant: str, best, ref) -> tuple[str,
     if target is None:
         return ratio_txt, "-", "-"
     kind, value = target
-    if kind in ("ratio_max", "ratio_min") and best is None:  # no incumbent run (or none with a finite figure)
-        return ratio_txt, f"{'<=' if kind == 'ratio_max' else '>='} {value}x best", "- (no incumbent figure)"
-    if kind == "ratio_max":
-        ok = ratio is not None and ratio <= value
-        return ratio_txt, f"<= {value}x best", "PASS" if ok else "MISS"
-    if kind == "ratio_min":
-        ok = ratio is not None and ratio >= value
-        return ratio_txt, f">= {value}x best", "PASS" if ok else "MISS"
+    if kind in ("ratio_max", "ratio_min"):
+        at_most = kind == "ratio_max"
+        target_txt = f"{'<=' if at_most else '>='} {value}x best"
+        if best is None:  # no incumbent run, or none with a finite figure
+            return ratio_txt, target_txt, "- (no incumbent figure)"
+        ok = ratio is not None and (ratio <= value if at_most else ratio >= value)
+        return ratio_txt, target_txt, "PASS" if ok else "MISS"
     if kind == "abs_max":
         limit = value.get(variant)
         if limit is None:
