@@ -198,6 +198,8 @@ def ppo_fields(hp: dict) -> dict:
             "fcnet_hiddens": policy["net_arch"] if policy else [64, 64],
             "fcnet_activation": policy["activation"] if policy else "tanh",
             "log_std_init": float(policy["log_std_init"]) if policy else 0.0,
+            # ortho_init=False leaves torch's nn.Linear default: kernels and biases U(+-1/sqrt(fan_in))
+            "weight_init": "uniform_fan_in" if policy and not policy["ortho_init"] else "orthogonal",
             "normalize_obs": True,  # VecNormalize's observation half, inside relayrl's network
             "vf_share_layers": False,
         },

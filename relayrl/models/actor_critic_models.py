@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from relayrl.models.keras_models import actor_critic
-from relayrl.models.networks import ACTIVATIONS
+from relayrl.models.numpy_forward import ACTIVATIONS
 from relayrl.models.tf_import import tf
 
 if TYPE_CHECKING:

@@ -117,7 +117,7 @@ def _apply(layer: tf.keras.layers.Layer, x: tf.Tensor) -> tf.Tensor:
 
 
 class TFForward:
-    """Same interface as networks.NumpyActorCritic, for networks numpy can't run (conv torsos):
+    """Same interface as numpy_forward.NumpyActorCritic, for networks numpy can't run (conv torsos):
     one `tf.function` call per batched step."""
 
     def __init__(self, spec: ModelSpec):

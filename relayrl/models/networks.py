@@ -1,10 +1,8 @@
-"""Network specs from gymnasium spaces, numpy initialisation and the numpy forward pass.
+"""Network specs from gymnasium spaces and their numpy initialisation (the forward pass: numpy_forward.py).
 
-TensorFlow-free on purpose: rollout workers with MLP policies run the forward pass in numpy
-(~5-15 us per batched call here, against ~270 us for a `tf.function` call) and never import
-TensorFlow, which saves ~2.5 s of start-up and ~500 MB per worker. `keras_models.py` builds the
-Keras model from the same `ModelSpec`, with weights in the same order; a unit test checks that
-both give the same outputs.
+TensorFlow-free on purpose: rollout workers with MLP policies run the forward pass in numpy and never
+import TensorFlow. `keras_models.py` builds the Keras model from the same `ModelSpec`, with weights in the
+same order; a unit test checks that both give the same outputs.
 
 Weights layout (a flat list of arrays, the unit of exchange between learner and workers):
   torso layers (shared; conv + dense when the torso is shared) -> policy branch -> [log_std] -> value branch.
@@ -19,16 +17,6 @@ import gymnasium as gym
 import numpy as np
 
 from relayrl.models.image_torso import image_torso
-from relayrl.models.obs_stats import OBS_CLIP
-
-# In-place where numpy allows it: the worker runs these ~15k times a second on small arrays, where
-# allocation is a visible share of the cost.
-ACTIVATIONS = {
-    "tanh": lambda x: np.tanh(x, out=x),
-    "relu": lambda x: np.maximum(x, 0.0, out=x),
-    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
-    "swish": lambda x: x / (1.0 + np.exp(-x)),
-}
 
 
 @dataclass(frozen=True)
@@ -71,6 +59,7 @@ class ModelSpec:
     log_std_init: float = 0.0  # initial value of the gaussian head's free log_std
     custom: CustomSpec | None = None  # your own tf.keras.Model / critic class (docs/custom_model.md)
     compute_dtype: str = "float32"  # the torso's arithmetic; "bfloat16": mixed precision (keras_models.py)
+    weight_init: str = "orthogonal"  # "orthogonal" | "uniform_fan_in" (init_weights)
 
     @property
     def numpy_forward_ok(self) -> bool:
@@ -139,6 +128,12 @@ def spec_from_spaces(
             "model.compute_dtype is for relayrl's own networks; a custom_model picks its own (a Keras dtype "
             "policy, e.g. dtype='mixed_bfloat16' on its layers): remove one"
         )
+    weight_init = model.get("weight_init", "orthogonal")
+    if weight_init != "orthogonal" and model.get("custom_model") is not None:
+        raise ValueError(
+            "model.weight_init is for relayrl's own networks; a custom_model initialises its own layers "
+            "(their kernel_initializer): remove one"
+        )
     return ModelSpec(
         obs_kind,
         obs_shape,
@@ -151,6 +146,7 @@ def spec_from_spaces(
         float(model.get("log_std_init", 0.0)),
         custom_spec(model, action_kind),
         compute_dtype,
+        weight_init,
     )
 
 
@@ -222,20 +218,28 @@ def all_layers(spec: ModelSpec) -> list[Layer]:
 
 
 def init_weights(spec: ModelSpec, rng: np.random.Generator) -> list[np.ndarray]:
-    """Orthogonal kernels with per-layer gains, zero biases, log_std = model.log_std_init (0 as in CleanRL /
-    SB3). A custom model's are its own initialisers' (built here with TensorFlow, seeded from `rng`)."""
+    """model.weight_init's kernels and biases, log_std = model.log_std_init (0 as in CleanRL / SB3):
+    "orthogonal": orthogonal kernels with per-layer gains, zero biases; "uniform_fan_in": kernels and
+    biases U(+-1/sqrt(fan_in)). A custom model's are its own initialisers' (built here with TensorFlow,
+    seeded from `rng`)."""
     if spec.custom is not None and spec.custom.model_cls is not None:
         from relayrl.models.custom_models import initial_weights
 
         return initial_weights(spec, int(rng.integers(2**31)))
     weights: list[np.ndarray] = []
     for i, layer in enumerate(all_layers(spec)):
-        fan_out = layer.shape[-1]
-        flat = rng.standard_normal((int(np.prod(layer.shape[:-1])), fan_out))
-        q, r = np.linalg.qr(flat if flat.shape[0] >= fan_out else flat.T)
-        q = q * np.sign(np.diag(r))
-        q = q if flat.shape[0] >= fan_out else q.T
-        weights += [(layer.gain * q).reshape(layer.shape).astype(np.float32), np.zeros(fan_out, np.float32)]
+        fan_in, fan_out = int(np.prod(layer.shape[:-1])), layer.shape[-1]
+        if spec.weight_init == "uniform_fan_in":
+            bound = 1.0 / np.sqrt(fan_in)
+            kernel = rng.uniform(-bound, bound, (fan_in, fan_out))
+            bias = rng.uniform(-bound, bound, fan_out).astype(np.float32)
+        else:
+            flat = rng.standard_normal((fan_in, fan_out))
+            q, r = np.linalg.qr(flat if fan_in >= fan_out else flat.T)
+            q = q * np.sign(np.diag(r))
+            kernel = layer.gain * (q if fan_in >= fan_out else q.T)
+            bias = np.zeros(fan_out, np.float32)
+        weights += [kernel.reshape(layer.shape).astype(np.float32), bias]
         if spec.action_kind == "gaussian" and i == len(spec.torso) + len(spec.pi) - 1:
             weights.append(
                 np.full(spec.action_nvec[0], spec.log_std_init, np.float32)
@@ -246,50 +250,3 @@ def init_weights(spec: ModelSpec, rng: np.random.Generator) -> list[np.ndarray]:
             np.ones(spec.obs_shape, np.float32),
         ]  # obs mean, std
     return weights
-
-
-def normalize_obs(obs: np.ndarray, mean: np.ndarray, std: np.ndarray) -> np.ndarray:
-    return np.clip((obs - mean) / std, -OBS_CLIP, OBS_CLIP)
-
-
-class NumpyActorCritic:
-    """The forward pass of an all-dense ModelSpec in numpy, reading a weights list in place."""
-
-    def __init__(self, spec: ModelSpec):
-        if not spec.numpy_forward_ok:
-            raise ValueError("numpy forward pass needs an all-dense network")
-        self.spec = spec
-        self.weights: list[np.ndarray] = []
-        n_t, n_p = len(spec.torso), len(spec.pi)
-        gauss = spec.action_kind == "gaussian"
-        self._pi_end = 2 * (n_t + n_p)
-        self._vf_start = self._pi_end + (1 if gauss else 0)
-
-    def set_weights(self, weights: list[np.ndarray]) -> None:
-        self.weights = weights
-
-    def _run(self, x: np.ndarray, layers: Sequence[Layer], offset: int) -> np.ndarray:
-        w = self.weights
-        for j, layer in enumerate(layers):
-            x = x @ w[offset + 2 * j]  # a new array, so the in-place ops below never touch the input
-            x += w[offset + 2 * j + 1]
-            if layer.activation is not None:
-                x = ACTIVATIONS[layer.activation](x)
-        return x
-
-    def torso(self, obs: np.ndarray) -> np.ndarray:
-        if self.spec.obs_norm:
-            obs = normalize_obs(obs, self.weights[-2], self.weights[-1])
-        return self._run(obs, self.spec.torso, 0)
-
-    def dist_inputs(self, obs: np.ndarray, features: np.ndarray | None = None) -> np.ndarray:
-        """Logits (categorical) or means (gaussian), [B, dist_dim]."""
-        h = self.torso(obs) if features is None else features
-        return self._run(h, self.spec.pi, 2 * len(self.spec.torso))
-
-    def log_std(self) -> np.ndarray:
-        return self.weights[self._pi_end]
-
-    def value(self, obs: np.ndarray) -> np.ndarray:
-        h = self.torso(obs)
-        return self._run(h, self.spec.vf, self._vf_start)[:, 0]

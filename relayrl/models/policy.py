@@ -10,7 +10,8 @@ import gymnasium as gym
 import numpy as np
 
 from relayrl.models import distributions
-from relayrl.models.networks import ModelSpec, NumpyActorCritic, preprocess_obs
+from relayrl.models.networks import ModelSpec, preprocess_obs
+from relayrl.models.numpy_forward import NumpyActorCritic
 
 
 class Policy:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from relayrl.core.knobs import DEFAULT_MODEL
-from relayrl.models import distributions, networks
+from relayrl.models import distributions, networks, numpy_forward
 from relayrl.models.keras_models import ActorCritic
 from relayrl.models.tf_distributions import entropy, log_prob
 from relayrl.models.tf_import import tf
@@ -30,7 +30,7 @@ def test_numpy_forward_equals_keras(kind, activation):
     ]
     keras_model = ActorCritic(spec)
     keras_model.set_weights(weights)
-    np_model = networks.NumpyActorCritic(spec)
+    np_model = numpy_forward.NumpyActorCritic(spec)
     np_model.set_weights(weights)
     obs = networks.preprocess_obs(spec, np.stack([obs_space.sample() for _ in range(32)]))
     dist_tf, v_tf = keras_model(tf.constant(obs))
@@ -81,3 +81,36 @@ def test_orthogonal_init_gains():
     w = networks.init_weights(spec, np.random.default_rng(0))
     hidden = w[2]  # 64x64 hidden kernel of the policy: orthogonal * sqrt(2)
     np.testing.assert_allclose(hidden.T @ hidden, 2.0 * np.eye(64), atol=1e-4)
+
+
+def test_uniform_fan_in_init_draws_kernels_and_biases_within_one_over_sqrt_fan_in():
+    """model.weight_init="uniform_fan_in" (the zoo's MuJoCo PPO, ortho_init=False): every kernel and bias
+    U(+-1/sqrt(fan_in)), biases not zero, the log std still log_std_init."""
+    model = dict(DEFAULT_MODEL, weight_init="uniform_fan_in", fcnet_hiddens=[256, 256], log_std_init=-2.0)
+    spec = networks.spec_from_spaces(*SPACES["box"], model)
+    w = networks.init_weights(spec, np.random.default_rng(0))
+    layers = networks.all_layers(spec)
+    kernels = [i for i, a in enumerate(w) if a.ndim == 2]  # each kernel is followed by its bias
+    assert len(kernels) == len(layers)
+    for layer, i in zip(layers, kernels):
+        kernel, bias = w[i], w[i + 1]
+        bound = 1.0 / np.sqrt(layer.shape[0])
+        assert np.abs(kernel).max() <= bound and np.abs(bias).max() <= bound and np.any(bias != 0)
+        # uniform on [-b, b]: std b/sqrt(3) (the 256x256 kernels have 65k draws: within 2%)
+        if kernel.size > 10_000:
+            assert abs(kernel.std() / (bound / np.sqrt(3)) - 1) < 0.02
+    log_std = w[2 * (len(spec.torso) + len(spec.pi))]  # after the policy head's kernel and bias
+    np.testing.assert_array_equal(log_std, [-2.0, -2.0])
+
+
+def test_weight_init_is_refused_with_a_custom_model_and_checked_by_the_config():
+    from relayrl import PPOConfig
+
+    with pytest.raises(ValueError, match="model.weight_init is for relayrl's own networks"):
+        networks.spec_from_spaces(
+            *SPACES["box"], dict(DEFAULT_MODEL, weight_init="uniform_fan_in", custom_model="m:M")
+        )
+    with pytest.raises(
+        ValueError, match=r"model\['weight_init'\] = 'xavier': allowed: one of 'orthogonal', 'uniform_fan_in'"
+    ):
+        PPOConfig().training(model={"weight_init": "xavier"})

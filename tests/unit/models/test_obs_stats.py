@@ -7,7 +7,7 @@ import pytest
 
 from relayrl import PPOConfig
 from relayrl.core.knobs import DEFAULT_MODEL
-from relayrl.models import networks
+from relayrl.models import networks, numpy_forward
 from relayrl.models.obs_stats import RunningMoments, moments
 
 
@@ -38,7 +38,7 @@ def test_numpy_and_keras_normalise_alike():
     weights[-2:] = [np.array([5.0, -3.0, 0.0], np.float32), np.array([2.0, 0.5, 10.0], np.float32)]
     keras_model = ActorCritic(spec)
     keras_model.set_weights(weights)
-    np_model = networks.NumpyActorCritic(spec)
+    np_model = numpy_forward.NumpyActorCritic(spec)
     np_model.set_weights(weights)
     obs = rng.uniform(-50, 50, (64, 3)).astype(np.float32)  # far enough out that the +-10 clip applies
     dist_tf, v_tf = keras_model(tf.constant(obs))
@@ -152,7 +152,7 @@ def test_exported_models_carry_the_statistics(tmp_path):
             algo.train()
         mean, std = algo.learner.get_weights()[-2:]
         assert not np.allclose(std, 1.0)  # real statistics, not the initial identity
-        net = networks.NumpyActorCritic(algo.spec)
+        net = numpy_forward.NumpyActorCritic(algo.spec)
         net.set_weights(algo.learner.get_weights())
         obs = (np.random.default_rng(0).uniform(-1, 1, (64, 3)) * [1, 1, 8]).astype(np.float32)
         action, value = load_policy(algo.export_policy(str(tmp_path / "saved")))

@@ -111,6 +111,10 @@ def test_relayrl_config_covers_every_tuned_field(run_py, workload):
     assert set(tuned_fields) <= set(fields)
     assert set(tuned_fields.get("model", {})) <= set(fields["model"])
     assert fields["evaluation_episodes"] == 10 and fields["evaluation_explore"] is False
+    if algo == "ppo":  # the zoo's ortho_init: False on HalfCheetah and Hopper; Walker2d keeps SB3's default
+        zoo_policy = mw.ZOO_PPO_MUJOCO[env]["policy"]
+        expected = "orthogonal" if zoo_policy is None else "uniform_fan_in"
+        assert fields["model"]["weight_init"] == expected
     steps = mw.iteration_steps(algo, env)
     assert fields["evaluation_interval"] * steps in (10_000, 10_240)  # SAC/TD3: 1,250 x 8; PPO: 20 x 512
     iters = mw.relayrl_stop_iters(cap, steps)
