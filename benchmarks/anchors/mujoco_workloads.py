@@ -186,6 +186,7 @@ def ppo_fields(hp: dict) -> dict:
         sgd_minibatch_size=hp["batch_size"],
         num_sgd_iter=hp["n_epochs"],
         lr=hp["learning_rate"],
+        lr_schedule=None,  # the zoo's learning rate is constant
         gamma=hp["gamma"],
         lambda_=hp["gae_lambda"],
         clip_param=hp["clip_range"],

@@ -100,7 +100,10 @@ def test_wall_time_against_the_fastest_incumbent_and_a_timeout_left_out(run_py, 
     assert "1100.0 (n=2)" in wall and "0.42x" in wall and "PASS" in wall
 
 
-@pytest.mark.parametrize("workload", ["W10-HalfCheetah", "W10-Hopper", "W11-Hopper", "W12-HalfCheetah", "W12-Walker2d"])
+@pytest.mark.parametrize(
+    "workload",
+    ["W10-HalfCheetah", "W10-Hopper", "W11-Hopper", "W12-HalfCheetah", "W12-Hopper", "W12-Walker2d"],
+)
 def test_relayrl_config_covers_every_tuned_field(run_py, workload):
     """The CLI applies relayrl's tuned file under --config: a field the runner's JSON left out would leak
     relayrl's own tuning into the 'same hyperparameters' run (ppo-HalfCheetah-v5.yaml exists today)."""
