@@ -122,18 +122,19 @@ def spec_from_spaces(
         raise ValueError(
             f"model.normalize_obs needs a Box observation space (this one is {obs_kind}: {obs_space})"
         )
-    compute_dtype = model.get("compute_dtype", "float32")
-    if compute_dtype != "float32" and model.get("custom_model") is not None:
-        raise ValueError(
-            "model.compute_dtype is for relayrl's own networks; a custom_model picks its own (a Keras dtype "
-            "policy, e.g. dtype='mixed_bfloat16' on its layers): remove one"
-        )
-    weight_init = model.get("weight_init", "orthogonal")
-    if weight_init != "orthogonal" and model.get("custom_model") is not None:
-        raise ValueError(
-            "model.weight_init is for relayrl's own networks; a custom_model initialises its own layers "
-            "(their kernel_initializer): remove one"
-        )
+    # relayrl's own networks' options, which a custom_model decides itself: (default, what it does instead)
+    own_networks_only = {
+        "compute_dtype": (
+            "float32",
+            "picks its own (a Keras dtype policy, e.g. dtype='mixed_bfloat16' on its layers)",
+        ),
+        "weight_init": ("orthogonal", "initialises its own layers (their kernel_initializer)"),
+    }
+    for key, (default, instead) in own_networks_only.items():
+        if model.get(key, default) != default and model.get("custom_model") is not None:
+            raise ValueError(
+                f"model.{key} is for relayrl's own networks; a custom_model {instead}: remove one"
+            )
     return ModelSpec(
         obs_kind,
         obs_shape,
@@ -145,8 +146,8 @@ def spec_from_spaces(
         obs_norm,
         float(model.get("log_std_init", 0.0)),
         custom_spec(model, action_kind),
-        compute_dtype,
-        weight_init,
+        model.get("compute_dtype", "float32"),
+        model.get("weight_init", "orthogonal"),
     )
 
 
