@@ -105,6 +105,8 @@ def curve_chart(rows: list[dict], out_dir: str, base_dir: str, plt, colors: dict
             ax.set_ylabel("deterministic evaluation return")
             if seen:
                 ax.legend(fontsize=8)
+            else:  # the grid is algorithms x envs with any run; this pair has none yet
+                ax.text(0.5, 0.5, "not yet measured", ha="center", va="center", transform=ax.transAxes)
     fig.tight_layout()
     path = os.path.join(out_dir, "mujoco_curves.png")
     fig.savefig(path, dpi=110)
