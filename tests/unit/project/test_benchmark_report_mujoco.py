@@ -124,3 +124,34 @@ def test_relayrl_config_covers_every_tuned_field(run_py, workload):
     assert iters % fields["evaluation_interval"] == 0  # the last iteration evaluates
     # a run shorter than one evaluation interval (a smoke run) evaluates at its end, not 10k steps later
     assert mw.eval_interval(512, 600) == 2 and mw.relayrl_stop_iters(600, 512) == 2
+
+
+def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkeypatch):
+    """The grid is algorithms x envs with any run: a panel of that grid whose pair has no run says so
+    instead of showing bare axes, and a panel with runs keeps its legend."""
+    import json
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = []
+    for workload, lib in (("W10-Hopper", "relayrl"), ("W12-HalfCheetah", "sb3")):
+        curve = tmp_path / f"{workload}_{lib}.json"
+        curve.write_text(json.dumps({"curve": [[1.0, 10_000, 5.0], [2.0, 20_000, 9.0]], "updates": []}))
+        rows.append(row(lib, workload, 0, curve_file=curve.name))
+    monkeypatch.setattr(plt, "close", lambda fig=None: None)  # keep the figure to look at its panels
+    path = run_py.mujoco_report.curve_chart(rows, str(tmp_path), str(tmp_path), plt, {})
+    fig = plt.gcf()
+    panels = {ax.get_title().split(":")[0]: ax for ax in fig.axes}
+    monkeypatch.undo()
+    plt.close(fig)
+    assert path and (tmp_path / "mujoco_curves.png").exists()
+    assert set(panels) == {"W10-HalfCheetah", "W10-Hopper", "W12-HalfCheetah", "W12-Hopper"}
+    for name, ax in panels.items():
+        texts = [t.get_text() for t in ax.texts]
+        if name in ("W10-Hopper", "W12-HalfCheetah"):
+            assert texts == [] and ax.get_legend() is not None and len(ax.lines) == 1
+        else:
+            assert texts == ["not yet measured"] and ax.get_legend() is None and len(ax.lines) == 0
