@@ -133,12 +133,17 @@ class Learner(CompiledSteps, tf.Module):
         extra: dict[str, float] = {}
         if self.batch_fn is not None:
             batch, extra = self.batch_fn(self, batch)
-        sums, gnorm, rows = self._update_fn(
+        sums, counts, gnorm, rows = self._update_fn(
             [batch[k] for k in self._keys], minibatch_indices.astype(np.int32)
         )
         self.last_rows = rows.numpy() if self.row_output else None
-        values = (sums.numpy() / max(len(minibatch_indices), 1)).tolist()
-        out = dict(zip(self.metric_names, values))
+        # each metric's mean over the steps that computed it (TD3's actor loss: its delayed steps only);
+        # a metric no step computed (a one-step update the delay skips) is left out, not reported as 0
+        out = {
+            name: float(total) / float(count)
+            for name, total, count in zip(self.metric_names, sums.numpy(), counts.numpy())
+            if count > 0
+        }
         out["grad_gnorm"] = float(gnorm.numpy()) / max(len(minibatch_indices), 1)
         for name, value in out.items():
             if not np.isfinite(value):

@@ -56,30 +56,71 @@ class CompiledSteps:
         start = ctx.replica_id_in_sync_group * rows
         return {key: t[start : start + rows] for key, t in minibatch.items()}
 
-    def _replica_step(self, minibatch: dict, powers: dict) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    def _replica_step(self, minibatch: dict, powers: dict) -> tuple[tf.Tensor, ...]:
         """One SGD step on this replica's slice of the minibatch, gradients averaged over replicas. Each
         group follows the gradient of its own loss (e.g. SAC's actor loss moves only the actor, though it
         runs through the critics). With sequential_groups, the groups step one after another, each on a
         forward pass made after the previous group's step (the critics first, then the actor against the
-        updated critics, as the TD3 paper, CleanRL and SB3 do). powers[name] = (beta1^t, beta2^t, apply?)."""
+        updated critics, as the TD3 paper, CleanRL and SB3 do), and a delayed group's pass runs only on the
+        steps it applies (TD3's actor: half its passes would be thrown away). powers[name] = (beta1^t,
+        beta2^t, apply?). Returns the metrics, which of them this step computed (1/0), the global norm of
+        the gradients it applied and the row output."""
         ctx = tf.distribute.get_replica_context()
         minibatch = self._replica_slice(ctx, minibatch)
         groups = self.optimizer_groups()
         passes = [[group] for group in groups] if self.sequential_groups else [groups]
-        metrics, all_grads = {}, []
+        n = len(self.metric_names)
+        metric_vec, computed, sq_norm, every_step = tf.zeros(n), tf.zeros(n), tf.constant(0.0), {}
+        named = set()  # the metrics some pass computes (recorded while tracing, a branch's included)
         for part in passes:
-            grads, part_metrics = self._pass_gradients(part, minibatch, ctx)
-            metrics.update(part_metrics)
-            all_grads += [g for name in grads for g in grads[name]]
-            for group in part:
-                self._apply_group(group, grads[group.name], powers[group.name])
-        metric_vec = tf.stack([tf.cast(metrics[n], tf.float32) for n in self.metric_names])
-        rows = tf.cast(metrics[self.row_output], tf.float32) if self.row_output else tf.zeros(0)
+            delayed = self.sequential_groups and part[0].every > 1
+            if delayed and ctx.num_replicas_in_sync == 1:
+
+                def run(part=part):
+                    metrics, part_sq = self._step_part(part, minibatch, ctx, powers)
+                    named.update(metrics)
+                    return (*self._as_vectors(metrics), part_sq)
+
+                def skip():
+                    return tf.zeros(n), tf.zeros(n), tf.constant(0.0)
+
+                part_vec, part_mask, part_sq = tf.cond(powers[part[0].name][2], run, skip)
+            else:
+                metrics, part_sq = self._step_part(part, minibatch, ctx, powers)
+                named.update(metrics)
+                part_vec, part_mask = self._as_vectors(metrics)
+                # several replicas run a delayed pass on every step (no collectives inside a branch)
+                # and count it only when applied
+                if delayed:
+                    applied = tf.cast(powers[part[0].name][2], tf.float32)
+                    part_mask, part_sq = part_mask * applied, part_sq * applied
+                else:
+                    every_step.update(metrics)
+            metric_vec = tf.where(part_mask > 0, part_vec, metric_vec)
+            computed, sq_norm = tf.maximum(computed, part_mask), sq_norm + part_sq
+        if set(self.metric_names) - named and not tf.executing_eagerly():  # eager: a skipped branch never ran
+            raise KeyError(f"the loss computes no {sorted(set(self.metric_names) - named)}")
+        rows = tf.cast(every_step[self.row_output], tf.float32) if self.row_output else tf.zeros(0)
         if ctx.num_replicas_in_sync > 1:
             metric_vec = ctx.all_reduce(tf.distribute.ReduceOp.MEAN, metric_vec)
             if self.row_output:
                 rows = ctx.all_gather(rows, axis=0)
-        return metric_vec, tf.linalg.global_norm(all_grads), rows
+        return metric_vec, computed, tf.sqrt(sq_norm), rows
+
+    def _step_part(
+        self, part: list[OptimizerGroup], minibatch: dict, ctx, powers: dict
+    ) -> tuple[dict, tf.Tensor]:
+        """The gradients of the groups in `part` from one forward pass, applied; the pass's metrics and the
+        squared global norm of its gradients."""
+        grads, metrics = self._pass_gradients(part, minibatch, ctx)
+        for group in part:
+            self._apply_group(group, grads[group.name], powers[group.name])
+        return metrics, tf.square(tf.linalg.global_norm([g for name in grads for g in grads[name]]))
+
+    def _as_vectors(self, metrics: dict) -> tuple[tf.Tensor, tf.Tensor]:
+        """metrics as a vector over metric_names (0 where a pass did not compute one) and its 1/0 mask."""
+        vec = tf.stack([tf.cast(metrics.get(name, 0.0), tf.float32) for name in self.metric_names])
+        return vec, tf.constant([float(name in metrics) for name in self.metric_names])
 
     def _pass_gradients(self, part: list[OptimizerGroup], minibatch: dict, ctx) -> tuple[dict, dict]:
         """One forward pass of the loss and the gradients of each group in `part` (averaged over replicas)
@@ -128,19 +169,20 @@ class CompiledSteps:
         steps = tf.shape(idx)[0]
         after_step = getattr(self.model, "after_step", None)
 
-        def body(k, sums, gnorm_sum, rows):
+        def body(k, sums, counts, gnorm_sum, rows):
             minibatch = {key: tf.gather(t, idx[k]) for key, t in batch.items()}
             if self.prepare_fn is not None:
                 minibatch = self.prepare_fn(minibatch)
-            metrics, gnorm, step_rows = self.strategy.run(
+            metrics, computed, gnorm, step_rows = self.strategy.run(
                 self._replica_step, args=(minibatch, self._group_powers())
             )
             # after the all-reduce every replica holds the same values: take the first
             local = self.strategy.experimental_local_results
-            metrics, gnorm, step_rows = local(metrics)[0], local(gnorm)[0], local(step_rows)[0]
+            metrics, computed = local(metrics)[0], local(computed)[0]
+            gnorm, step_rows = local(gnorm)[0], local(step_rows)[0]
             if after_step is not None:
                 after_step(self.optimizer.step)
-            return k + 1, sums + metrics, gnorm_sum + gnorm, rows.write(k, step_rows)
+            return k + 1, sums + metrics, counts + computed, gnorm_sum + gnorm, rows.write(k, step_rows)
 
         rows = tf.TensorArray(
             tf.float32,
@@ -148,6 +190,7 @@ class CompiledSteps:
             element_shape=[self.minibatch_size] if self.row_output else [0],
             infer_shape=False,
         )
-        init = (tf.constant(0), tf.zeros(len(self.metric_names)), tf.constant(0.0), rows)
-        _, sums, gnorm_sum, rows = tf.while_loop(lambda k, *_: k < steps, body, init)
-        return sums, gnorm_sum, rows.stack()
+        n = len(self.metric_names)
+        init = (tf.constant(0), tf.zeros(n), tf.zeros(n), tf.constant(0.0), rows)
+        _, sums, counts, gnorm_sum, rows = tf.while_loop(lambda k, *_: k < steps, body, init)
+        return sums, counts, gnorm_sum, rows.stack()
