@@ -2,28 +2,13 @@
 order, CleanRL's and SB3's): the actor's step depends on how far the critics just moved. Before this, both
 came from one forward pass, so the actor's step was the same whatever the critics' learning rate."""
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
 from relayrl.algorithms.sac import SAC, SACConfig
 from relayrl.algorithms.td3 import TD3, TD3Config
 from relayrl.models import networks
-
-OBS, ACT = gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Box(-1, 1, (2,), np.float32)
-ROWS = 32
-
-
-def batch(seed: int = 0) -> dict:
-    rng = np.random.default_rng(seed)
-    return {
-        "obs": rng.standard_normal((ROWS, 3)).astype(np.float32),
-        "actions": rng.uniform(-1, 1, (ROWS, 2)).astype(np.float32),
-        "rewards": rng.standard_normal(ROWS).astype(np.float32),
-        "next_obs": rng.standard_normal((ROWS, 3)).astype(np.float32),
-        "discounts": np.full(ROWS, 0.99, np.float32),
-        "weights": np.ones(ROWS, np.float32),
-    }
+from tests.helpers.transitions import ACT, OBS, ROWS, batch
 
 
 def actor_after_one_step(algo, config, critic_lr: float) -> list[np.ndarray]:

@@ -1,8 +1,8 @@
 """TD3's delayed actor: its pass (forward, gradients, Adam step) runs only on the SGD steps it applies, and
 its loss metric is the mean over those steps. Before, the actor's gradients were computed on every step and
-thrown away on the skipped ones (a third of a TD3 update's work), and actor_loss averaged over every step."""
+thrown away on the skipped ones (~a fifth of a TD3 update's time on Hopper: 75 -> 92 updates/s), and
+actor_loss averaged over every step."""
 
-import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -10,21 +10,9 @@ from relayrl.algorithms import td3
 from relayrl.algorithms.td3 import TD3, TD3Config
 from relayrl.models import networks
 from relayrl.models.tf_import import tf
+from tests.helpers.transitions import ACT, OBS, ROWS, batch
 
-OBS, ACT = gym.spaces.Box(-1, 1, (3,), np.float32), gym.spaces.Box(-1, 1, (2,), np.float32)
-ROWS, STEPS = 32, 6
-
-
-def batch() -> dict:
-    rng = np.random.default_rng(0)
-    return {
-        "obs": rng.standard_normal((ROWS, 3)).astype(np.float32),
-        "actions": rng.uniform(-1, 1, (ROWS, 2)).astype(np.float32),
-        "rewards": rng.standard_normal(ROWS).astype(np.float32),
-        "next_obs": rng.standard_normal((ROWS, 3)).astype(np.float32),
-        "discounts": np.full(ROWS, 0.99, np.float32),
-        "weights": np.ones(ROWS, np.float32),
-    }
+STEPS = 6
 
 
 def train(eager: bool, monkeypatch=None) -> tuple[dict, list, list[float]]:
