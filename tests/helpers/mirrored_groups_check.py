@@ -16,6 +16,7 @@ tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfigur
 # relayrl imported after the logical devices are set: TensorFlow fixes them when it first uses a device
 from relayrl.algorithms.td3 import TD3, TD3Config  # noqa: E402
 from relayrl.models import networks  # noqa: E402
+from tests.helpers import transitions  # noqa: E402
 
 
 def main() -> None:
@@ -35,16 +36,8 @@ def main() -> None:
         env.observation_space, env.action_space, config.model, head="deterministic"
     )
     weights = networks.init_weights(spec, np.random.default_rng(0))
-    rng, B = np.random.default_rng(1), 128
-    batch = {
-        "obs": rng.normal(size=(B, 3)).astype(np.float32),
-        "actions": rng.uniform(-1, 1, (B, 1)).astype(np.float32),
-        "rewards": rng.normal(size=B).astype(np.float32),
-        "next_obs": rng.normal(size=(B, 3)).astype(np.float32),
-        "discounts": np.full(B, 0.99, np.float32),
-        "weights": np.ones(B, np.float32),
-    }
-    idx = rng.permutation(B).reshape(4, 32)
+    batch = transitions.batch(seed=1, rows=128, act_dim=1)
+    idx = np.random.default_rng(2).permutation(128).reshape(4, 32)
     results = {}
     for name, strategy in (("one", None), ("mirrored", tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"]))):
         learner = TD3.build_learner(spec, config, strategy=strategy)

@@ -12,6 +12,7 @@ from relayrl.models import networks
 from relayrl.models.actor_critic_models import SACModel, TD3Model
 from relayrl.models.tf_import import tf
 from relayrl.sampling.settings import Exploration
+from tests.helpers import transitions
 
 OBS, ACT = gym.spaces.Box(-9, 9, (1,), np.float32), gym.spaces.Box(-2, 2, (1,), np.float32)
 TINY = {"fcnet_hiddens": [], "fcnet_activation": "relu"}  # actor: one dense layer obs -> head
@@ -152,15 +153,7 @@ def pendulum_learner(algo, config):
     )
     learner = algo.build_learner(spec, config)
     learner.set_weights(networks.init_weights(spec, np.random.default_rng(0)))
-    rng = np.random.default_rng(1)
-    batch = {
-        "obs": rng.normal(size=(64, 3)).astype(np.float32),
-        "actions": rng.uniform(-1, 1, (64, 1)).astype(np.float32),
-        "rewards": rng.normal(size=64).astype(np.float32),
-        "next_obs": rng.normal(size=(64, 3)).astype(np.float32),
-        "discounts": np.full(64, 0.99, np.float32),
-        "weights": np.ones(64, np.float32),
-    }
+    batch = transitions.batch(seed=1, rows=64, act_dim=1)
     return learner, batch, lambda k: np.arange(16 * k).reshape(k, 16) % 64
 
 
