@@ -107,15 +107,36 @@ def test_pbt_clones_trials_through_relayrl_checkpoints(ray_session, tmp_path):
     assert os.path.isdir(out.best["checkpoint"])
 
 
-def test_trials_with_ray_rollout_workers_place_them_in_the_trials_reservation(ray_session, tmp_path):
+def test_trials_with_ray_rollout_workers_place_them_in_the_trials_reservation(tmp_path):
     """A trial asks Tune for 1 CPU + 1 per rollout worker; the workers must take those bundles (on 2 CPUs a
-    worker scheduled outside the trial's placement group would wait forever)."""
-    from relayrl.integrations.tune import run_search
-
-    base = small_ppo().rollouts(num_rollout_workers=1)
-    out = run_search(base, ["lr=choice(1e-3)"], num_samples=1, stop_iters=2, storage=str(tmp_path))
-    assert out.trials[0]["error"] is None and out.trials[0]["training_iteration"] == 2
-    with open(os.path.join(os.path.dirname(out.best["checkpoint"]), "result.json")) as fh:
+    worker scheduled outside the trial's placement group would wait forever). It runs in a Ray of its own
+    (the CLI's embedded one): the reservation takes every CPU, and Tune's actors from the session's earlier
+    searches may still hold one while Ray tears them down."""
+    proc = run_cli(
+        "tune",
+        "ppo",
+        "CartPole-v1",
+        "--search",
+        "lr=choice(1e-3)",
+        "--samples",
+        "1",
+        "--stop-iters",
+        "2",
+        "--seed",
+        "0",
+        "--set",
+        "num_rollout_workers=1",
+        *[arg for key, value in SMALL.items() for arg in ("--set", f"{key}={value}")],
+        "--storage",
+        str(tmp_path),
+        "--verbose",
+        "0",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    trial = json.loads(proc.stdout.strip().splitlines()[-1])["best"]
+    assert trial["error"] is None and trial["training_iteration"] == 2
+    with open(os.path.join(os.path.dirname(trial["checkpoint"]), "result.json")) as fh:
         last = [json.loads(line) for line in fh if line.strip()][-1]
     assert last["workers/healthy"] == 1
 
