@@ -24,6 +24,14 @@ def run_cli(*args, timeout=300):
     return subprocess.run(RELAYRL + list(args), capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def cli_ppo_search(tmp_path, *args) -> tuple[subprocess.CompletedProcess, dict]:
+    """`relayrl tune ppo CartPole-v1 ARGS --json`, stored under tmp_path: the process (exit 0), its JSON."""
+    quiet_json = ("--storage", str(tmp_path), "--verbose", "0", "--json")
+    proc = run_cli("tune", "ppo", "CartPole-v1", *args, *quiet_json)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc, json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def test_four_trial_search_reports_the_best_trial_and_a_checkpoint_that_loads(ray_session, tmp_path):
     from relayrl.algorithms.base import Algorithm
     from relayrl.integrations.tune import run_search
@@ -112,10 +120,8 @@ def test_trials_with_ray_rollout_workers_place_them_in_the_trials_reservation(tm
     worker scheduled outside the trial's placement group would wait forever). It runs in a Ray of its own
     (the CLI's embedded one): the reservation takes every CPU, and Tune's actors from the session's earlier
     searches may still hold one while Ray tears them down."""
-    proc = run_cli(
-        "tune",
-        "ppo",
-        "CartPole-v1",
+    _, final = cli_ppo_search(
+        tmp_path,
         "--search",
         "lr=choice(1e-3)",
         "--samples",
@@ -127,14 +133,8 @@ def test_trials_with_ray_rollout_workers_place_them_in_the_trials_reservation(tm
         "--set",
         "num_rollout_workers=1",
         *[arg for key, value in SMALL.items() for arg in ("--set", f"{key}={value}")],
-        "--storage",
-        str(tmp_path),
-        "--verbose",
-        "0",
-        "--json",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    trial = json.loads(proc.stdout.strip().splitlines()[-1])["best"]
+    trial = final["best"]
     assert trial["error"] is None and trial["training_iteration"] == 2
     with open(os.path.join(os.path.dirname(trial["checkpoint"]), "result.json")) as fh:
         last = [json.loads(line) for line in fh if line.strip()][-1]
@@ -142,10 +142,8 @@ def test_trials_with_ray_rollout_workers_place_them_in_the_trials_reservation(tm
 
 
 def test_cli_asha_search_prints_the_best_trial_and_json(tmp_path):
-    proc = run_cli(
-        "tune",
-        "ppo",
-        "CartPole-v1",
+    proc, final = cli_ppo_search(
+        tmp_path,
         "--search",
         "lr=loguniform(1e-4,1e-2)",
         "--search",
@@ -160,14 +158,7 @@ def test_cli_asha_search_prints_the_best_trial_and_json(tmp_path):
         "0",
         "--set",
         "train_batch_size=1000",
-        "--storage",
-        str(tmp_path),
-        "--verbose",
-        "0",
-        "--json",
     )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    final = json.loads(proc.stdout.strip().splitlines()[-1])
     assert len(final["trials"]) == 4 and final["metric"] == "episode_reward_mean"
     ranked = [t for t in final["trials"] if t["episode_reward_mean"] is not None]
     assert final["best"]["episode_reward_mean"] == max(t["episode_reward_mean"] for t in ranked)
