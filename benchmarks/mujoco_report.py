@@ -17,6 +17,12 @@ from common import read_curve  # noqa: E402
 WORKLOADS = list(mw.specs())
 # issue 17: relayrl vs SB3 and Tianshou
 NOT_APPLICABLE = {(w, lib) for w in WORKLOADS for lib in ("rllib", "cleanrl")}
+# relayrl's variants (mujoco_workloads.RELAYRL_VARIANTS), run by run.py as its other workloads' are
+VARIANTS = {
+    (w, "relayrl"): list(mw.RELAYRL_VARIANTS[spec[0]])
+    for w, spec in mw.specs().items()
+    if spec[0] in mw.RELAYRL_VARIANTS
+}
 # Timeouts from the SB3 smoke runs' rates at load 5-10 (docs/benchmarks.md, "MuJoCo (issue 17)"), with
 # room: SAC/TD3 52-62 updates/s (290k updates: ~1.5 h), PPO ~400 steps/s (1M steps + 100 evaluations).
 TIMEOUT_S = {w: (3 if w.startswith("W12") else 4) * 3600 for w in WORKLOADS}

@@ -72,6 +72,7 @@ VARIANTS = {
     ("W7", "rllib"): ["r0", "r2"],
     ("W9", "sb3"): ["plain", "optimized"],  # optimize_memory_usage False / True
 }
+VARIANTS.update(mujoco_report.VARIANTS)
 DEFAULT_VARIANT = "default"  # how --variants names the "" variant
 NOT_APPLICABLE = {
     ("W3", "sb3"),
@@ -412,7 +413,7 @@ def table(summary: dict) -> str:
                     if column in s["stats"]:
                         med, n, solved = s["stats"][column]
                         extra = f" ({solved}/{n} solved)" if column == "time_to_solve_s" else f" (n={n})"
-                        name = var or ("in-process" if lib == "relayrl" else "default")
+                        name = var or default_name(lib, w)
                         multi = sum(1 for k in keys if k[1] == lib) > 1 or bool(var)
                         parts.append(f"{name + ': ' if multi else ''}{_fmt(med, column)}{extra}")
                     elif s["errors"]:
@@ -431,7 +432,7 @@ def table(summary: dict) -> str:
                 if stat is None:
                     continue
                 r, t, v = verdict(target, stat[0], var, best, ref)
-                tag = f"{var or 'in-process'}: " if len(ratios) or len(keys_relayrl) > 1 else ""
+                tag = f"{var or default_name('relayrl', w)}: " if len(ratios) or len(keys_relayrl) > 1 else ""
                 ratios.append(tag + r)
                 targets.append(tag + t)
                 verdicts.append(tag + v)
@@ -448,6 +449,12 @@ def table(summary: dict) -> str:
             )
             lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + "\n"
+
+
+def default_name(lib: str, workload: str) -> str:
+    """The table's name for a library's plain ("") run beside its variants: relayrl's plain run of the
+    Atari / CartPole workloads is the in-process one (its variants add Ray workers or envpool)."""
+    return "in-process" if lib == "relayrl" and not mujoco_report.mw.is_mujoco(workload) else "default"
 
 
 COLORS = {

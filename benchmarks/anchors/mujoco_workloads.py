@@ -131,6 +131,10 @@ ZOO_PPO_MUJOCO = {
         policy=None,
     ),
 }
+# relayrl's variants of a MuJoCo algorithm: name -> model fields over relayrl_fields'. fan_in: the actor
+# starts as SB3's does (torch's nn.Linear default: kernels and biases U(+-1/sqrt(fan_in)), as relayrl's
+# critics already do) instead of relayrl's orthogonal default; stop 36-37's TD3 Hopper probes suggested it.
+RELAYRL_VARIANTS = {"td3": {"": {}, "fan_in": {"weight_init": "uniform_fan_in"}}}
 OFF_POLICY_FRAGMENT = 8  # relayrl: env steps per iteration (1 env) before its 8 updates: replay ratio 1
 
 

@@ -174,12 +174,16 @@ def mujoco_cmd(w: common.Workload, seed: int, variant: str) -> list[str]:
     protocol (mujoco_workloads.relayrl_fields), stopping on the evaluation grid (relayrl_stop_iters)."""
     import tempfile
 
-    if variant:
-        raise NotImplementedError(f"{w.name} has one relayrl variant, '' (got {variant!r})")
     mw = mujoco_workloads
+    variants = mw.RELAYRL_VARIANTS.get(w.algo, {"": {}})
+    if variant not in variants:
+        raise NotImplementedError(
+            f"{w.name} relayrl variants: {', '.join(map(repr, variants))} (got {variant!r})"
+        )
     _MUJOCO_LOGDIR[:] = [tempfile.mkdtemp(prefix=f"relayrl_{w.name}_")]
     iters = mw.relayrl_stop_iters(w.cap, mw.iteration_steps(w.algo, w.env))
     fields = mw.relayrl_fields(w.algo, w.env, w.cap)
+    fields["model"] = dict(fields["model"], **variants[variant])
     stop = ["--stop-iters", str(iters)]
     return config_cmd(w, seed, variant, fields, 0, stop, os.path.join(_MUJOCO_LOGDIR[0], "run"))
 

@@ -155,3 +155,40 @@ def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkey
             assert texts == [] and ax.get_legend() is not None and len(ax.lines) == 1
         else:
             assert texts == ["not yet measured"] and ax.get_legend() is None and len(ax.lines) == 0
+
+
+def test_the_fan_in_variant_changes_the_td3_actor_start_alone(run_py, tmp_path):
+    """W11's relayrl/fan_in run is the plain run's config with the actor started as SB3's (torch's default);
+    the table reports and judges it beside the plain run, each against SB3."""
+    import json
+    import shutil
+
+    import relayrl_runner
+
+    mw = run_py.mujoco_report.mw
+    w = relayrl_runner.common.WORKLOADS["W11-Hopper"]
+    configs = {}
+    for variant in ("", "fan_in"):
+        cmd = relayrl_runner.mujoco_cmd(w, 0, variant)
+        shutil.rmtree(relayrl_runner._MUJOCO_LOGDIR[0])  # the run's logdir, made for the run
+        with open(cmd[cmd.index("--config") + 1]) as f:
+            configs[variant] = json.load(f)
+    plain, fan_in = configs[""], configs["fan_in"]
+    assert plain == mw.relayrl_fields("td3", "Hopper-v5", 300_000)
+    assert plain["model"].get("weight_init", "orthogonal") == "orthogonal"
+    assert fan_in["model"].pop("weight_init") == "uniform_fan_in"
+    assert fan_in == dict(plain, model={k: v for k, v in plain["model"].items() if k != "weight_init"})
+    with pytest.raises(NotImplementedError, match="'fan_in'"):
+        relayrl_runner.mujoco_cmd(w, 0, "fan_out")
+    with pytest.raises(NotImplementedError, match="variants: ''"):
+        relayrl_runner.mujoco_cmd(relayrl_runner.common.WORKLOADS["W10-Hopper"], 0, "fan_in")
+
+    rows = [row("relayrl", "W11-Hopper", s, final_return=v, wall_s=600) for s, v in enumerate([2000, 2200])]
+    rows += [
+        dict(row("relayrl", "W11-Hopper", s, final_return=v, wall_s=600), variant="fan_in")
+        for s, v in enumerate([3300, 3400])
+    ]
+    rows += [row("sb3", "W11-Hopper", s, final_return=v, wall_s=3000) for s, v in enumerate([3350, 3450])]
+    line = table_lines(run_py, tmp_path / "a.csv", rows)[("W11-Hopper", run_py.METRICS["W11-Hopper"][0][2])]
+    assert "default: 2,100 (n=2)<br>fan_in: 3,350 (n=2)" in line
+    assert "default: MISS" in line and "fan_in: PASS" in line
