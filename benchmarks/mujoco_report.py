@@ -76,9 +76,12 @@ def expand(names: list[str]) -> list[str]:
     return mw.expand(names)
 
 
-def curve_chart(rows: list[dict], out_dir: str, base_dir: str, plt, colors: dict) -> str | None:
+def curve_chart(
+    rows: list[dict], out_dir: str, base_dir: str, plt, colors: dict, style=lambda variant: "-"
+) -> str | None:
     """mujoco_curves.png: one panel per MuJoCo workload run (algorithms down, envs across), evaluation mean
-    against env steps, one line per seed, every library on the same panel."""
+    against env steps, one line per seed, every library on the same panel; a library's variant (relayrl's
+    fan_in) in its colour, drawn in style(variant) and named library/variant in the legend."""
     present = [w for w in WORKLOADS if any(r["workload"] == w and r.get("curve_file") for r in rows)]
     if not present:
         return None
@@ -95,16 +98,18 @@ def curve_chart(rows: list[dict], out_dir: str, base_dir: str, plt, colors: dict
                 if r["workload"] != workload:
                     continue
                 pts = read_curve(base_dir, r)
-                lib = r["library"]
+                lib, variant = r["library"], r.get("variant", "")
+                name = lib + (f"/{variant}" if variant else "")
                 ax.plot(
                     [p[1] for p in pts],
                     [p[2] for p in pts],
                     color=colors.get(lib, "k"),
+                    ls=style(variant),
                     alpha=0.8,
                     lw=1.2,
-                    label=None if lib in seen else lib,
+                    label=None if name in seen else name,
                 )
-                seen.add(lib)
+                seen.add(name)
             algo = mw.ALGOS[group][0].upper()
             ax.set_title(f"{workload}: {algo} {mw.ENVS[env]} (one line per seed)", fontsize=9)
             ax.set_xlabel("env steps")

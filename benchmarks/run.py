@@ -475,7 +475,7 @@ def charts(summary: dict, rows: list[dict], out_dir: str, base_dir: str) -> list
 
     written = bar_charts(summary, out_dir, plt)
     paths = [curve_chart(rows, out_dir, base_dir, plt)]
-    paths.append(mujoco_report.curve_chart(rows, out_dir, base_dir, plt, COLORS))
+    paths.append(mujoco_report.curve_chart(rows, out_dir, base_dir, plt, COLORS, variant_style))
     return written + [p for p in paths if p]
 
 

@@ -128,7 +128,8 @@ def test_relayrl_config_covers_every_tuned_field(run_py, workload):
 
 def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkeypatch):
     """The grid is algorithms x envs with any run: a panel of that grid whose pair has no run says so
-    instead of showing bare axes, and a panel with runs keeps its legend."""
+    instead of showing bare axes, and a panel with runs keeps its legend, a variant's lines named and dashed
+    apart from the plain run's."""
     import json
 
     import matplotlib
@@ -141,8 +142,9 @@ def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkey
         curve = tmp_path / f"{workload}_{lib}.json"
         curve.write_text(json.dumps({"curve": [[1.0, 10_000, 5.0], [2.0, 20_000, 9.0]], "updates": []}))
         rows.append(row(lib, workload, 0, curve_file=curve.name))
+    rows.append(dict(rows[0], variant="fan_in"))
     monkeypatch.setattr(plt, "close", lambda fig=None: None)  # keep the figure to look at its panels
-    path = run_py.mujoco_report.curve_chart(rows, str(tmp_path), str(tmp_path), plt, {})
+    path = run_py.mujoco_report.curve_chart(rows, str(tmp_path), str(tmp_path), plt, {}, run_py.variant_style)
     fig = plt.gcf()
     panels = {ax.get_title().split(":")[0]: ax for ax in fig.axes}
     monkeypatch.undo()
@@ -151,7 +153,11 @@ def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkey
     assert set(panels) == {"W10-HalfCheetah", "W10-Hopper", "W12-HalfCheetah", "W12-Hopper"}
     for name, ax in panels.items():
         texts = [t.get_text() for t in ax.texts]
-        if name in ("W10-Hopper", "W12-HalfCheetah"):
+        if name == "W10-Hopper":
+            legend = [t.get_text() for t in ax.get_legend().get_texts()]
+            assert texts == [] and legend == ["relayrl", "relayrl/fan_in"]
+            assert [line.get_linestyle() for line in ax.lines][0] == "-" != ax.lines[1].get_linestyle()
+        elif name == "W12-HalfCheetah":
             assert texts == [] and ax.get_legend() is not None and len(ax.lines) == 1
         else:
             assert texts == ["not yet measured"] and ax.get_legend() is None and len(ax.lines) == 0
