@@ -156,7 +156,8 @@ def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkey
         if name == "W10-Hopper":
             legend = [t.get_text() for t in ax.get_legend().get_texts()]
             assert texts == [] and legend == ["relayrl", "relayrl/fan_in"]
-            assert [line.get_linestyle() for line in ax.lines][0] == "-" != ax.lines[1].get_linestyle()
+            plain, variant = (line.get_linestyle() for line in ax.lines)
+            assert plain == "-" and variant != "-"
         elif name == "W12-HalfCheetah":
             assert texts == [] and ax.get_legend() is not None and len(ax.lines) == 1
         else:
