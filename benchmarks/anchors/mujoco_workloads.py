@@ -131,10 +131,10 @@ ZOO_PPO_MUJOCO = {
         policy=None,
     ),
 }
-# relayrl's variants of a MuJoCo algorithm: name -> model fields over relayrl_fields'. fan_in: the actor
-# starts as SB3's does (torch's nn.Linear default: kernels and biases U(+-1/sqrt(fan_in)), as relayrl's
-# critics already do) instead of relayrl's orthogonal default; stop 36-37's TD3 Hopper probes suggested it.
-RELAYRL_VARIANTS = {"td3": {"": {}, "fan_in": {"weight_init": "uniform_fan_in"}}}
+# relayrl's variants of a MuJoCo algorithm: name -> model fields over relayrl_fields'. orthogonal: TD3's
+# actor started orthogonal (0.01 last-layer gain), the W11 runner's start until stop 39, keeps the rows
+# measured that way reproducible (docs/benchmarks.md, "W11-Hopper's actor start").
+RELAYRL_VARIANTS = {"td3": {"": {}, "orthogonal": {"weight_init": "orthogonal"}}}
 OFF_POLICY_FRAGMENT = 8  # relayrl: env steps per iteration (1 env) before its 8 updates: replay ratio 1
 
 
@@ -162,7 +162,13 @@ def relayrl_fields(algo: str, env: str, cap: int) -> dict:
             target_noise=hp["target_policy_noise"],
             target_noise_clip=hp["target_noise_clip"],
             exploration_noise=hp["noise_std"],  # actions in [-1, 1] on all three envs: the same units
-            model={"fcnet_hiddens": hp["net_arch"], "fcnet_activation": "relu"},
+            # the actor starts as SB3's (torch's nn.Linear default): above the orthogonal start on all three
+            # W11-Hopper seeds (stops 36-38)
+            model={
+                "fcnet_hiddens": hp["net_arch"],
+                "fcnet_activation": "relu",
+                "weight_init": "uniform_fan_in",
+            },
             critic_hiddens=hp["net_arch"],
         )
     else:

@@ -142,7 +142,7 @@ def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkey
         curve = tmp_path / f"{workload}_{lib}.json"
         curve.write_text(json.dumps({"curve": [[1.0, 10_000, 5.0], [2.0, 20_000, 9.0]], "updates": []}))
         rows.append(row(lib, workload, 0, curve_file=curve.name))
-    rows.append(dict(rows[0], variant="fan_in"))
+    rows.append(dict(rows[0], variant="orthogonal"))
     monkeypatch.setattr(plt, "close", lambda fig=None: None)  # keep the figure to look at its panels
     path = run_py.mujoco_report.curve_chart(rows, str(tmp_path), str(tmp_path), plt, {}, run_py.variant_style)
     fig = plt.gcf()
@@ -155,7 +155,7 @@ def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkey
         texts = [t.get_text() for t in ax.texts]
         if name == "W10-Hopper":
             legend = [t.get_text() for t in ax.get_legend().get_texts()]
-            assert texts == [] and legend == ["relayrl", "relayrl/fan_in"]
+            assert texts == [] and legend == ["relayrl", "relayrl/orthogonal"]
             plain, variant = (line.get_linestyle() for line in ax.lines)
             assert plain == "-" and variant != "-"
         elif name == "W12-HalfCheetah":
@@ -164,9 +164,10 @@ def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkey
             assert texts == ["not yet measured"] and ax.get_legend() is None and len(ax.lines) == 0
 
 
-def test_the_fan_in_variant_changes_the_td3_actor_start_alone(run_py, tmp_path):
-    """W11's relayrl/fan_in run is the plain run's config with the actor started as SB3's (torch's default);
-    the table reports and judges it beside the plain run, each against SB3."""
+def test_w11_starts_the_td3_actor_as_sb3_and_the_orthogonal_variant_changes_that_alone(run_py, tmp_path):
+    """W11's plain relayrl run starts the actor as SB3's (torch's default, U(+-1/sqrt(fan_in))); its
+    relayrl/orthogonal run, the start before stop 39, differs in that alone. The table reports and judges
+    both, each against SB3."""
     import json
     import shutil
 
@@ -175,27 +176,26 @@ def test_the_fan_in_variant_changes_the_td3_actor_start_alone(run_py, tmp_path):
     mw = run_py.mujoco_report.mw
     w = relayrl_runner.common.WORKLOADS["W11-Hopper"]
     configs = {}
-    for variant in ("", "fan_in"):
+    for variant in ("", "orthogonal"):
         cmd = relayrl_runner.mujoco_cmd(w, 0, variant)
         shutil.rmtree(relayrl_runner._MUJOCO_LOGDIR[0])  # the run's logdir, made for the run
         with open(cmd[cmd.index("--config") + 1]) as f:
             configs[variant] = json.load(f)
-    plain, fan_in = configs[""], configs["fan_in"]
+    plain, orthogonal = configs[""], configs["orthogonal"]
     assert plain == mw.relayrl_fields("td3", "Hopper-v5", 300_000)
-    assert plain["model"].get("weight_init", "orthogonal") == "orthogonal"
-    assert fan_in["model"].pop("weight_init") == "uniform_fan_in"
-    assert fan_in == dict(plain, model={k: v for k, v in plain["model"].items() if k != "weight_init"})
-    with pytest.raises(NotImplementedError, match="'fan_in'"):
+    assert plain["model"]["weight_init"] == "uniform_fan_in"
+    assert orthogonal == dict(plain, model=dict(plain["model"], weight_init="orthogonal"))
+    with pytest.raises(NotImplementedError, match="'orthogonal'"):
         relayrl_runner.mujoco_cmd(w, 0, "fan_out")
     with pytest.raises(NotImplementedError, match="variants: ''"):
-        relayrl_runner.mujoco_cmd(relayrl_runner.common.WORKLOADS["W10-Hopper"], 0, "fan_in")
+        relayrl_runner.mujoco_cmd(relayrl_runner.common.WORKLOADS["W10-Hopper"], 0, "orthogonal")
 
-    rows = [row("relayrl", "W11-Hopper", s, final_return=v, wall_s=600) for s, v in enumerate([2000, 2200])]
+    rows = [row("relayrl", "W11-Hopper", s, final_return=v, wall_s=600) for s, v in enumerate([3300, 3400])]
     rows += [
-        dict(row("relayrl", "W11-Hopper", s, final_return=v, wall_s=600), variant="fan_in")
-        for s, v in enumerate([3300, 3400])
+        dict(row("relayrl", "W11-Hopper", s, final_return=v, wall_s=600), variant="orthogonal")
+        for s, v in enumerate([2000, 2200])
     ]
     rows += [row("sb3", "W11-Hopper", s, final_return=v, wall_s=3000) for s, v in enumerate([3350, 3450])]
     line = table_lines(run_py, tmp_path / "a.csv", rows)[("W11-Hopper", run_py.METRICS["W11-Hopper"][0][2])]
-    assert "default: 2,100 (n=2)<br>fan_in: 3,350 (n=2)" in line
-    assert "default: MISS" in line and "fan_in: PASS" in line
+    assert "default: 3,350 (n=2)<br>orthogonal: 2,100 (n=2)" in line
+    assert "default: PASS" in line and "orthogonal: MISS" in line
