@@ -207,10 +207,14 @@ class Config(EnvironmentFields, ConfigSerialisation):
         return self
 
     def _set_checked(self, name: str, value: Any) -> None:
-        """Check `value` for field `name`, then set it (a model dict completes DEFAULT_MODEL)."""
+        """Check `value` for field `name`, then set it. A model dict completes this config's own default
+        model, not DEFAULT_MODEL: SAC's `model={"fcnet_hiddens": [400, 300]}` keeps its relu."""
         self._check_field(name, value)
-        merge = {"model": merge_model, "atari": merge_atari}.get(name)
-        setattr(self, name, merge(value) if merge else value)
+        if name == "model":
+            value = merge_model(value, self._field(name).default_factory())
+        elif name == "atari":
+            value = merge_atari(value)
+        setattr(self, name, value)
 
     # ------------------------------------------------------------------ validation
     def _check_field(self, name: str, value: Any) -> None:

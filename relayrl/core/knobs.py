@@ -154,9 +154,10 @@ MODEL_CHECKS = {
 }
 
 
-def merge_model(value: dict) -> dict:
-    """DEFAULT_MODEL with the options of `value` (a copy: the defaults are never mutated)."""
-    merged = json.loads(json.dumps(DEFAULT_MODEL))
+def merge_model(value: dict, defaults: dict = DEFAULT_MODEL) -> dict:
+    """`defaults` (a config's own default model: SAC/TD3's relu 256x256, Q-learning's table) with the
+    options of `value` (a copy: the defaults are never mutated)."""
+    merged = json.loads(json.dumps(defaults))
     merged.update(value)
     for key in CUSTOM_CLASS_KEYS:
         if isinstance(merged[key], type):

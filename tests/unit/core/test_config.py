@@ -21,6 +21,24 @@ def test_builder_methods_chain_and_set_fields():
     c.validate()
 
 
+def test_a_partial_model_dict_completes_the_configs_own_default_model():
+    """A model dict completes the algorithm's default network, whichever way it comes in (builder, a
+    dict or YAML): SAC's relu stays relu, Q-learning's table stays a table. It once completed the shared
+    DEFAULT_MODEL, so `model={"fcnet_hiddens": [400, 300]}` quietly turned SAC's relu into tanh and any
+    model option gave Q-learning a 64x64 network."""
+    from relayrl.algorithms.qlearning import QLearningConfig
+    from relayrl.algorithms.sac import SACConfig
+
+    sac = SACConfig().training(model={"fcnet_hiddens": [400, 300]})
+    assert sac.model == dict(SACConfig().model, fcnet_hiddens=[400, 300])
+    assert sac.model["fcnet_activation"] == "relu"
+    from_dict = SACConfig.from_dict({"env": "Pendulum-v1", "model": {"normalize_obs": True}})
+    assert from_dict.model == dict(SACConfig().model, normalize_obs=True)
+    table = QLearningConfig().training(model={"normalize_obs": False})
+    assert table.model["fcnet_hiddens"] == []
+    assert SACConfig.from_dict(sac.to_dict()).model == sac.model  # a whole model (config.json) is kept
+
+
 def test_unknown_key_names_group_key_and_allowed_with_suggestion():
     with pytest.raises(ValueError) as err:
         PPOConfig().training(lrr=0.1)
