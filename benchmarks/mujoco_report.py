@@ -9,6 +9,7 @@ import math
 import os
 import statistics
 import sys
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "anchors"))
 import mujoco_workloads as mw  # noqa: E402
@@ -77,11 +78,11 @@ def expand(names: list[str]) -> list[str]:
 
 
 def curve_chart(
-    rows: list[dict], out_dir: str, base_dir: str, plt, colors: dict, style=lambda variant: "-"
+    rows: list[dict], out_dir: str, base_dir: str, plt, colors: dict, style: Callable[[str], str]
 ) -> str | None:
     """mujoco_curves.png: one panel per MuJoCo workload run (algorithms down, envs across), evaluation mean
     against env steps, one line per seed, every library on the same panel; a library's variant (relayrl's
-    fan_in) in its colour, drawn in style(variant) and named library/variant in the legend."""
+    orthogonal) in its colour, drawn in style(variant) and named library/variant in the legend."""
     present = [w for w in WORKLOADS if any(r["workload"] == w and r.get("curve_file") for r in rows)]
     if not present:
         return None
