@@ -52,9 +52,11 @@ DEFAULT_MODEL = {
     "log_std_init": 0.0,
     # the built-in networks' initial weights: "orthogonal" (per-layer gains, zero biases: CleanRL, SB3's
     # default) or "uniform_fan_in" (kernels and biases U(+-1/sqrt(fan_in)): PyTorch's nn.Linear default,
-    # what the zoo's MuJoCo PPO entries train with, `ortho_init=False`). SAC/TD3 critics are always
-    # uniform_fan_in (actor_critic_models.TwinQ), as in SB3 and CleanRL
-    "weight_init": "orthogonal",
+    # what the zoo's MuJoCo PPO entries train with, `ortho_init=False`). "auto": uniform_fan_in for TD3's
+    # deterministic actor (as SB3, CleanRL and the TD3 paper's code start it; above the orthogonal start on
+    # all three W11-Hopper seeds, docs/benchmarks.md), orthogonal for every other network. SAC/TD3 critics
+    # are always uniform_fan_in (actor_critic_models.TwinQ), as in SB3 and CleanRL
+    "weight_init": "auto",
     # the arithmetic of the built-in torso (conv and hidden dense layers): "bfloat16" computes it in bfloat16
     # on float32 weights, with float32 heads and losses (Keras' mixed_bfloat16); ~1.5x cheaper Nature CNN
     # updates on the CI machine's AVX512-BF16 CPU (docs/atari.md). Exports compute in float32.
@@ -145,7 +147,7 @@ MODEL_CHECKS = {
     "vf_share_layers": C.boolean(),
     "normalize_obs": C.boolean(),
     "log_std_init": C.number(-20, 5),
-    "weight_init": C.one_of("orthogonal", "uniform_fan_in"),
+    "weight_init": C.one_of("auto", "orthogonal", "uniform_fan_in"),
     "compute_dtype": C.one_of("float32", "bfloat16"),
     "custom_model": _class_ref,
     "custom_model_kwargs": _json_kwargs,

@@ -59,7 +59,7 @@ class ModelSpec:
     log_std_init: float = 0.0  # initial value of the gaussian head's free log_std
     custom: CustomSpec | None = None  # your own tf.keras.Model / critic class (docs/custom_model.md)
     compute_dtype: str = "float32"  # the torso's arithmetic; "bfloat16": mixed precision (keras_models.py)
-    weight_init: str = "orthogonal"  # "orthogonal" | "uniform_fan_in" (init_weights)
+    weight_init: str = "orthogonal"  # "orthogonal" | "uniform_fan_in" (init_weights; model's "auto" resolved)
 
     @property
     def numpy_forward_ok(self) -> bool:
@@ -122,16 +122,17 @@ def spec_from_spaces(
         raise ValueError(
             f"model.normalize_obs needs a Box observation space (this one is {obs_kind}: {obs_space})"
         )
-    # relayrl's own networks' options, which a custom_model decides itself: (default, what it does instead)
+    # relayrl's own networks' options, which a custom_model decides itself: (the values that leave the choice
+    # to it, what it does instead). weight_init "orthogonal" was the default in configs saved before "auto".
     own_networks_only = {
         "compute_dtype": (
-            "float32",
+            ("float32",),
             "picks its own (a Keras dtype policy, e.g. dtype='mixed_bfloat16' on its layers)",
         ),
-        "weight_init": ("orthogonal", "initialises its own layers (their kernel_initializer)"),
+        "weight_init": (("auto", "orthogonal"), "initialises its own layers (their kernel_initializer)"),
     }
-    for key, (default, instead) in own_networks_only.items():
-        if model.get(key, default) != default and model.get("custom_model") is not None:
+    for key, (unset, instead) in own_networks_only.items():
+        if model.get(key, unset[0]) not in unset and model.get("custom_model") is not None:
             raise ValueError(
                 f"model.{key} is for relayrl's own networks; a custom_model {instead}: remove one"
             )
@@ -147,8 +148,16 @@ def spec_from_spaces(
         float(model.get("log_std_init", 0.0)),
         custom_spec(model, action_kind),
         model.get("compute_dtype", "float32"),
-        model.get("weight_init", "orthogonal"),
+        resolved_weight_init(model.get("weight_init", "auto"), action_kind),
     )
+
+
+def resolved_weight_init(weight_init: str, action_kind: str) -> str:
+    """model.weight_init "auto": TD3's deterministic actor starts as SB3, CleanRL and the TD3 paper's code
+    start it (torch's nn.Linear default: uniform_fan_in), every other network orthogonal."""
+    if weight_init != "auto":
+        return weight_init
+    return "uniform_fan_in" if action_kind == "deterministic" else "orthogonal"
 
 
 def custom_spec(model: dict, action_kind: str) -> CustomSpec | None:

@@ -111,6 +111,35 @@ def test_weight_init_is_refused_with_a_custom_model_and_checked_by_the_config():
             *SPACES["box"], dict(DEFAULT_MODEL, weight_init="uniform_fan_in", custom_model="m:M")
         )
     with pytest.raises(
-        ValueError, match=r"model\['weight_init'\] = 'xavier': allowed: one of 'orthogonal', 'uniform_fan_in'"
+        ValueError,
+        match=r"model\['weight_init'\] = 'xavier': allowed: one of 'auto', 'orthogonal', 'uniform_fan_in'",
     ):
         PPOConfig().training(model={"weight_init": "xavier"})
+    # a custom model's config saved before "auto" holds the old default, "orthogonal": still loads
+    saved = dict(DEFAULT_MODEL, weight_init="orthogonal", custom_model="tests.helpers.custom_models:ActorNet")
+    assert networks.spec_from_spaces(*SPACES["box"], saved, head="deterministic").custom is not None
+
+
+def test_auto_weight_init_starts_td3s_actor_as_sb3_and_every_other_network_orthogonal():
+    """weight_init "auto" (the default): TD3's deterministic actor starts U(+-1/sqrt(fan_in)), torch's
+    nn.Linear default that SB3, CleanRL and the TD3 paper's code start it with (W11-Hopper measured it
+    above relayrl's orthogonal start on all three seeds); SAC, PPO and the rest stay orthogonal, and an
+    explicit choice wins."""
+    from relayrl import PPOConfig, SACConfig, TD3Config
+    from relayrl.algorithms.sac import SAC
+    from relayrl.algorithms.td3 import TD3
+
+    def spec(model, head=None, space="box"):
+        return networks.spec_from_spaces(*SPACES[space], model, head=head)
+
+    td3 = spec(TD3Config().model, TD3.continuous_head)
+    assert TD3Config().model["weight_init"] == "auto" and td3.weight_init == "uniform_fan_in"
+    weights = networks.init_weights(td3, np.random.default_rng(0))
+    for layer, i in zip(networks.all_layers(td3), [i for i, a in enumerate(weights) if a.ndim == 2]):
+        bound = 1.0 / np.sqrt(layer.shape[0])
+        assert np.abs(weights[i]).max() <= bound and np.any(weights[i + 1] != 0)  # not the 0.01 gain
+    assert spec(SACConfig().model, SAC.continuous_head).weight_init == "orthogonal"
+    assert spec(PPOConfig().model).weight_init == "orthogonal"
+    assert spec(PPOConfig().model, space="discrete").weight_init == "orthogonal"
+    explicit = TD3Config().training(model={"weight_init": "orthogonal"}).model
+    assert spec(explicit, TD3.continuous_head).weight_init == "orthogonal"
