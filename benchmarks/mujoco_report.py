@@ -95,9 +95,9 @@ def curve_chart(
         for j, env in enumerate(envs):
             ax, workload = axes[i][j], f"{group}-{env}"
             seen = set()
-            for r in rows:
-                if r["workload"] != workload:
-                    continue
+            # library by library, its plain run before its variants: the legend's order whatever the CSV's
+            runs = [r for r in rows if r["workload"] == workload]
+            for r in sorted(runs, key=lambda r: (r["library"], r.get("variant", ""), str(r["seed"]))):
                 pts = read_curve(base_dir, r)
                 lib, variant = r["library"], r.get("variant", "")
                 name = lib + (f"/{variant}" if variant else "")

@@ -129,7 +129,7 @@ def test_relayrl_config_covers_every_tuned_field(run_py, workload):
 def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkeypatch):
     """The grid is algorithms x envs with any run: a panel of that grid whose pair has no run says so
     instead of showing bare axes, and a panel with runs keeps its legend, a variant's lines named and dashed
-    apart from the plain run's."""
+    apart from the plain run's and listed after it."""
     import json
 
     import matplotlib
@@ -142,7 +142,7 @@ def test_curve_chart_grid_marks_the_pairs_without_a_run(run_py, tmp_path, monkey
         curve = tmp_path / f"{workload}_{lib}.json"
         curve.write_text(json.dumps({"curve": [[1.0, 10_000, 5.0], [2.0, 20_000, 9.0]], "updates": []}))
         rows.append(row(lib, workload, 0, curve_file=curve.name))
-    rows.append(dict(rows[0], variant="orthogonal"))
+    rows.insert(0, dict(rows[0], variant="orthogonal"))  # listed first, drawn second
     monkeypatch.setattr(plt, "close", lambda fig=None: None)  # keep the figure to look at its panels
     path = run_py.mujoco_report.curve_chart(rows, str(tmp_path), str(tmp_path), plt, {}, run_py.variant_style)
     fig = plt.gcf()
