@@ -207,14 +207,10 @@ class Config(EnvironmentFields, ConfigSerialisation):
         return self
 
     def _set_checked(self, name: str, value: Any) -> None:
-        """Check `value` for field `name`, then set it. A model dict completes this config's own default
-        model, not DEFAULT_MODEL: SAC's `model={"fcnet_hiddens": [400, 300]}` keeps its relu."""
+        """Check `value` for field `name`, then set it; a model or atari dict completes the field default."""
         self._check_field(name, value)
-        if name == "model":
-            value = merge_model(value, self._field(name).default_factory())
-        elif name == "atari":
-            value = merge_atari(value)
-        setattr(self, name, value)
+        merge = {"model": merge_model, "atari": merge_atari}.get(name)
+        setattr(self, name, merge(value, self._field(name).default_factory()) if merge else value)
 
     # ------------------------------------------------------------------ validation
     def _check_field(self, name: str, value: Any) -> None:

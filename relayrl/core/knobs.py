@@ -135,9 +135,9 @@ ATARI_CHECKS = {
 }
 
 
-def merge_atari(value: dict) -> dict:
-    """DEFAULT_ATARI with the options of `value` (a copy)."""
-    return {**DEFAULT_ATARI, **value}
+def merge_atari(value: dict, defaults: dict = DEFAULT_ATARI) -> dict:
+    """`defaults` (the config's own: DEFAULT_ATARI) with the options of `value` (a copy)."""
+    return {**defaults, **value}
 
 
 MODEL_CHECKS = {
