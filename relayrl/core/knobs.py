@@ -135,8 +135,8 @@ ATARI_CHECKS = {
 }
 
 
-def merge_atari(value: dict, defaults: dict = DEFAULT_ATARI) -> dict:
-    """`defaults` (the config's own: DEFAULT_ATARI) with the options of `value` (a copy)."""
+def merge_atari(value: dict, defaults: dict) -> dict:
+    """`defaults` (the config's own atari field default) with the options of `value` (a copy)."""
     return {**defaults, **value}
 
 

@@ -154,7 +154,8 @@ def spec_from_spaces(
 
 def resolved_weight_init(weight_init: str, action_kind: str) -> str:
     """model.weight_init "auto": TD3's deterministic actor starts as SB3, CleanRL and the TD3 paper's code
-    start it (torch's nn.Linear default: uniform_fan_in), every other network orthogonal."""
+    start it (torch's nn.Linear default: uniform_fan_in), every other network built here orthogonal.
+    SAC/TD3's TwinQ critics (models/actor_critic_models.py) always start uniform_fan_in, as SB3's do."""
     if weight_init != "auto":
         return weight_init
     return "uniform_fan_in" if action_kind == "deterministic" else "orthogonal"
