@@ -69,7 +69,8 @@ def within_noise_best(
     else:
         noise, source = statistics.stdev(mine), "relayrl's seeds"
     gap = statistics.fmean(mine) - statistics.fmean(theirs)
-    text = f"{gap:+,.0f} vs {best} (SD {noise:,.0f}, {source})"
+    # the value columns are medians; the verdict compares means, so the cell says so
+    text = f"means {gap:+,.0f} vs {best} (SD {noise:,.0f}, {source})"
     return text, target, "PASS" if gap >= -k * noise else "MISS"
 
 
