@@ -101,15 +101,16 @@ def test_wall_time_against_the_fastest_incumbent_and_a_timeout_left_out(run_py, 
 
 
 @pytest.mark.parametrize(
-    "workload",
-    ["W10-HalfCheetah", "W10-Hopper", "W11-Hopper", "W12-HalfCheetah", "W12-Hopper", "W12-Walker2d"],
+    "workload", [f"{g}-{e}" for g in ("W10", "W11", "W12") for e in ("HalfCheetah", "Hopper", "Walker2d")]
 )
 def test_relayrl_config_covers_every_tuned_field(run_py, workload):
     """The CLI applies relayrl's tuned file under --config: a field the runner's JSON left out would leak
-    relayrl's own tuning into the 'same hyperparameters' run (ppo-HalfCheetah-v5.yaml exists today)."""
+    relayrl's own tuning into the 'same hyperparameters' run.
+    Every MuJoCo workload's pair has a tuned file."""
     mw = run_py.mujoco_report.mw
     algo, env, cap, _ = mw.specs()[workload]
     fields = mw.relayrl_fields(algo, env, cap)
+    assert env in tuned.available(algo)
     tuned_fields, _ = tuned.load(algo, env)
     assert set(tuned_fields) <= set(fields)
     assert set(tuned_fields.get("model", {})) <= set(fields["model"])
