@@ -69,12 +69,17 @@ def ray_start_head():
             time.sleep(1)
         yield address, env
     finally:
-        for sig in (signal.SIGTERM, signal.SIGKILL):  # SIGTERM lets Ray drain for up to 30 s: not wait that
+        # SIGTERM lets Ray drain for up to 30 s: not wait that. No SIGKILL once the head is reaped: its
+        # group id is then free for the kernel to hand to another process (as benchmarks' _terminate does)
+        for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(head.pid, sig)
                 head.wait(timeout=5)
-            except (ProcessLookupError, subprocess.TimeoutExpired):
-                pass
+                break
+            except ProcessLookupError:
+                break
+            except subprocess.TimeoutExpired:
+                continue
         shutil.rmtree(temp_dir, ignore_errors=True)
 
 

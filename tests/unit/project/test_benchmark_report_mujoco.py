@@ -13,6 +13,8 @@ from relayrl.core import tuned
 from tests.helpers.paths import ROOT
 
 RUN_PY = str(ROOT / "benchmarks" / "run.py")
+MUJOCO_ENVS = ("HalfCheetah", "Hopper", "Walker2d")
+MUJOCO_WORKLOADS = [f"{g}-{e}" for g in ("W10", "W11", "W12") for e in MUJOCO_ENVS]
 
 
 @pytest.fixture(scope="module")
@@ -35,18 +37,14 @@ def table_lines(run_py, path, rows):
 
 
 def test_the_nine_workloads_and_their_group_ids(run_py):
-    assert {w for w in run_py.METRICS if w.startswith("W1") and "-" in w} == {
-        f"{g}-{e}" for g in ("W10", "W11", "W12") for e in ("HalfCheetah", "Hopper", "Walker2d")
-    }
+    assert {w for w in run_py.METRICS if w.startswith("W1") and "-" in w} == set(MUJOCO_WORKLOADS)
     assert run_py.mujoco_report.expand(["W1", "W11"]) == [
         "W1",
         "W11-HalfCheetah",
         "W11-Hopper",
         "W11-Walker2d",
     ]
-    assert run_py.parse_caps(["W12=4096"]) == {
-        f"W12-{e}": 4096 for e in ("HalfCheetah", "Hopper", "Walker2d")
-    }
+    assert run_py.parse_caps(["W12=4096"]) == {f"W12-{e}": 4096 for e in MUJOCO_ENVS}
     assert run_py.DEFAULT_CAP["W10-Hopper"] == 300_000 and run_py.DEFAULT_CAP["W12-Walker2d"] == 1_000_000
     assert ("W10-Hopper", "rllib") in run_py.NOT_APPLICABLE
     assert ("W10-Hopper", "sb3") not in run_py.NOT_APPLICABLE
@@ -100,9 +98,7 @@ def test_wall_time_against_the_fastest_incumbent_and_a_timeout_left_out(run_py, 
     assert "1100.0 (n=2)" in wall and "0.42x" in wall and "PASS" in wall
 
 
-@pytest.mark.parametrize(
-    "workload", [f"{g}-{e}" for g in ("W10", "W11", "W12") for e in ("HalfCheetah", "Hopper", "Walker2d")]
-)
+@pytest.mark.parametrize("workload", MUJOCO_WORKLOADS)
 def test_relayrl_config_covers_every_tuned_field(run_py, workload):
     """The CLI applies relayrl's tuned file under --config: a field the runner's JSON left out would leak
     relayrl's own tuning into the 'same hyperparameters' run.
